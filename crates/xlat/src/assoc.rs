@@ -1,0 +1,211 @@
+//! Set-associative storage with pluggable replacement, shared by every cache-like structure
+//! (TLBs, page-walk caches, data caches). One implementation so that a replacement bug is fixed
+//! once and the reference-model tests cover all of them.
+//!
+//! Storage is flat (`sets * ways` slots) and the set index is chosen by the caller, who knows how
+//! its structure is indexed (line address for caches, page number for TLBs, VA prefix for PWCs).
+
+use serde::{Deserialize, Serialize};
+
+/// Replacement policy of a set-associative structure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Replacement {
+    /// True least-recently-used.
+    Lru,
+    /// Static re-reference interval prediction (Jaleel et al., ISCA'10) with 2-bit RRPVs:
+    /// insert at "long" (2), promote to 0 on hit, evict the first way at "distant" (3).
+    Srrip,
+}
+
+const INVALID: u64 = u64::MAX;
+const RRPV_MAX: u8 = 3;
+const RRPV_INSERT: u8 = 2;
+
+/// A set-associative array mapping `u64` tags to values of type `V`.
+#[derive(Clone, Debug)]
+pub struct SetAssoc<V> {
+    sets: usize,
+    ways: usize,
+    policy: Replacement,
+    tags: Vec<u64>,
+    values: Vec<V>,
+    /// LRU: last-use stamp per slot. SRRIP: RRPV per slot (in the low byte).
+    age: Vec<u64>,
+    clock: u64,
+}
+
+impl<V: Copy + Default> SetAssoc<V> {
+    /// `sets` must be a power of two and `ways` non-zero; config validation guarantees both.
+    pub fn new(sets: usize, ways: usize, policy: Replacement) -> SetAssoc<V> {
+        debug_assert!(sets.is_power_of_two() && ways > 0);
+        SetAssoc {
+            sets,
+            ways,
+            policy,
+            tags: vec![INVALID; sets * ways],
+            values: vec![V::default(); sets * ways],
+            age: vec![0; sets * ways],
+            clock: 0,
+        }
+    }
+
+    pub fn sets(&self) -> usize {
+        self.sets
+    }
+    pub fn ways(&self) -> usize {
+        self.ways
+    }
+    /// The set a key with low-order bits `index` maps to.
+    #[inline]
+    pub fn set_of(&self, index: u64) -> usize {
+        (index as usize) & (self.sets - 1)
+    }
+
+    #[inline]
+    fn find(&self, set: usize, tag: u64) -> Option<usize> {
+        let base = set * self.ways;
+        self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| t == tag)
+            .map(|w| base + w)
+    }
+
+    #[inline]
+    fn touch(&mut self, slot: usize) {
+        match self.policy {
+            Replacement::Lru => {
+                self.clock += 1;
+                self.age[slot] = self.clock;
+            }
+            Replacement::Srrip => self.age[slot] = 0,
+        }
+    }
+
+    /// Look `tag` up in `set`; a hit updates replacement state and returns the value.
+    #[inline]
+    pub fn lookup(&mut self, set: usize, tag: u64) -> Option<&mut V> {
+        let slot = self.find(set, tag)?;
+        self.touch(slot);
+        Some(&mut self.values[slot])
+    }
+
+    /// Look up without disturbing replacement state (for checks and statistics).
+    pub fn peek(&self, set: usize, tag: u64) -> Option<&V> {
+        self.find(set, tag).map(|s| &self.values[s])
+    }
+
+    fn victim(&mut self, set: usize) -> usize {
+        let base = set * self.ways;
+        if let Some(w) = self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| t == INVALID)
+        {
+            return base + w;
+        }
+        match self.policy {
+            Replacement::Lru => {
+                let ages = &self.age[base..base + self.ways];
+                let (w, _) = ages.iter().enumerate().min_by_key(|(_, &a)| a).unwrap();
+                base + w
+            }
+            Replacement::Srrip => loop {
+                let ages = &mut self.age[base..base + self.ways];
+                if let Some(w) = ages.iter().position(|&a| a as u8 >= RRPV_MAX) {
+                    return base + w;
+                }
+                ages.iter_mut().for_each(|a| *a += 1);
+            },
+        }
+    }
+
+    /// Insert (or overwrite) `tag` in `set`. Returns the evicted `(tag, value)` if a valid entry
+    /// had to make room.
+    pub fn insert(&mut self, set: usize, tag: u64, value: V) -> Option<(u64, V)> {
+        debug_assert_ne!(tag, INVALID, "tag u64::MAX is reserved for empty slots");
+        if let Some(slot) = self.find(set, tag) {
+            self.values[slot] = value;
+            self.touch(slot);
+            return None;
+        }
+        let slot = self.victim(set);
+        let evicted = (self.tags[slot] != INVALID).then(|| (self.tags[slot], self.values[slot]));
+        self.tags[slot] = tag;
+        self.values[slot] = value;
+        match self.policy {
+            Replacement::Lru => self.touch(slot),
+            Replacement::Srrip => self.age[slot] = RRPV_INSERT as u64,
+        }
+        evicted
+    }
+
+    /// Remove `tag` from `set`; returns whether it was present.
+    pub fn invalidate(&mut self, set: usize, tag: u64) -> bool {
+        match self.find(set, tag) {
+            Some(slot) => {
+                self.tags[slot] = INVALID;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Remove every entry for which `pred(tag, value)` holds; returns how many were removed.
+    pub fn invalidate_where(&mut self, mut pred: impl FnMut(u64, &V) -> bool) -> usize {
+        let mut n = 0;
+        for (t, v) in self.tags.iter_mut().zip(&self.values) {
+            if *t != INVALID && pred(*t, v) {
+                *t = INVALID;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    pub fn clear(&mut self) {
+        self.tags.fill(INVALID);
+    }
+
+    /// Iterate over valid entries as `(tag, value)`.
+    pub fn entries(&self) -> impl Iterator<Item = (u64, &V)> {
+        self.tags
+            .iter()
+            .zip(&self.values)
+            .filter(|(t, _)| **t != INVALID)
+            .map(|(t, v)| (*t, v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lru_evicts_least_recent() {
+        let mut a: SetAssoc<u32> = SetAssoc::new(1, 2, Replacement::Lru);
+        a.insert(0, 1, 10);
+        a.insert(0, 2, 20);
+        assert_eq!(a.lookup(0, 1).copied(), Some(10));
+        assert_eq!(a.insert(0, 3, 30), Some((2, 20)));
+        assert!(a.peek(0, 1).is_some() && a.peek(0, 3).is_some());
+    }
+
+    #[test]
+    fn srrip_prefers_never_reused_lines() {
+        let mut a: SetAssoc<u32> = SetAssoc::new(1, 2, Replacement::Srrip);
+        a.insert(0, 1, 1);
+        a.lookup(0, 1); // 1 is now "near"
+        a.insert(0, 2, 2); // 2 inserted "long"
+        assert_eq!(a.insert(0, 3, 3), Some((2, 2)));
+    }
+
+    #[test]
+    fn invalidate_where_removes_matching() {
+        let mut a: SetAssoc<u32> = SetAssoc::new(4, 2, Replacement::Lru);
+        for t in 0..8u64 {
+            a.insert(a.set_of(t), t, t as u32);
+        }
+        assert_eq!(a.invalidate_where(|_, v| v % 2 == 0), 4);
+        assert_eq!(a.entries().count(), 4);
+    }
+}

@@ -1,0 +1,3 @@
+//! The memory system: caches, the hierarchy that connects them, and DRAM.
+
+pub mod dram;

@@ -1,0 +1,3 @@
+//! The modelled operating system.
+
+pub mod physmem;
