@@ -1,10 +1,123 @@
 //! Python bindings: the module `xlat._core`. Thin by design (DESIGN.md §1): it converts
-//! arguments, releases the GIL around simulation, and maps engine errors to Python exceptions.
+//! arguments, releases the GIL around simulation, draws the progress bar, and maps engine errors
+//! to `XlatError` with the engine's message.
 
+use indicatif::{ProgressBar, ProgressStyle};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use std::path::PathBuf;
+
+create_exception!(
+    _core,
+    XlatError,
+    PyException,
+    "An error reported by the xlat engine."
+);
+
+fn to_py(e: xlat::Error) -> PyErr {
+    XlatError::new_err(e.to_string())
+}
+
+fn progress_bar(enabled: bool) -> Option<ProgressBar> {
+    enabled.then(|| {
+        let bar = ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} refs ({per_sec}, eta {eta})",
+            )
+            .expect("static template"),
+        );
+        bar
+    })
+}
+
+/// Run one simulation; returns the stats as JSON text.
+#[pyfunction]
+#[pyo3(signature = (config, overrides, trace=None, out=None, progress=false))]
+fn run(
+    py: Python<'_>,
+    config: String,
+    overrides: Vec<String>,
+    trace: Option<PathBuf>,
+    out: Option<PathBuf>,
+    progress: bool,
+) -> PyResult<String> {
+    py.detach(move || {
+        let cfg = xlat::run::resolve(&config, &overrides, trace.as_deref())?;
+        let bar = progress_bar(progress);
+        let mut report = |done: u64, total: Option<u64>| {
+            if let Some(b) = &bar {
+                if let Some(t) = total {
+                    b.set_length(t);
+                }
+                b.set_position(done);
+            }
+        };
+        let stats = xlat::run::run(cfg, out.as_deref(), &mut report)?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        Ok(stats.to_json())
+    })
+    .map_err(to_py)
+}
+
+/// The resolved config as TOML text.
+#[pyfunction]
+#[pyo3(signature = (config, overrides, trace=None))]
+fn resolve(config: &str, overrides: Vec<String>, trace: Option<PathBuf>) -> PyResult<String> {
+    xlat::run::resolve(config, &overrides, trace.as_deref())
+        .map(|c| c.to_toml())
+        .map_err(to_py)
+}
+
+#[pyfunction]
+fn presets() -> Vec<&'static str> {
+    xlat::config::presets::names()
+}
+
+#[pyfunction]
+fn preset_text(name: &str) -> PyResult<&'static str> {
+    xlat::config::presets::get(name).ok_or_else(|| {
+        XlatError::new_err(format!(
+            "no preset `{name}` (presets: {})",
+            xlat::config::presets::names().join(", ")
+        ))
+    })
+}
+
+/// `[(name, description)]` of the registered translation schemes.
+#[pyfunction]
+fn schemes() -> Vec<(&'static str, &'static str)> {
+    xlat::mmu::scheme::SCHEMES.to_vec()
+}
+
+/// `[(name, description)]` of the built-in workloads.
+#[pyfunction]
+fn workloads() -> Vec<(&'static str, &'static str)> {
+    xlat::workload::WORKLOADS.to_vec()
+}
+
+/// Simulated references per second of `workload` on baseline-radix, as JSON.
+#[pyfunction]
+#[pyo3(name = "bench")]
+fn run_bench(py: Python<'_>, workload: String, references: u64) -> PyResult<String> {
+    py.detach(move || xlat::run::bench(&workload, references))
+        .map(|r| serde_json::to_string(&r).expect("bench result serialises"))
+        .map_err(to_py)
+}
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("XlatError", m.py().get_type::<XlatError>())?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(preset_text, m)?)?;
+    m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     Ok(())
 }

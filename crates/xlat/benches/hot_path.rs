@@ -1,1 +1,57 @@
-fn main() {}
+//! Benchmarks of the reference hot path: one TLB lookup, and one full simulated reference
+//! (translation + data access + core model) on baseline-radix for GUPS and STREAM.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::hint::black_box;
+use xlat::addr::{PageSize, Pfn, VirtAddr};
+use xlat::config;
+use xlat::mmu::tlb::Tlb;
+use xlat::trace::Record;
+use xlat::Simulation;
+
+fn tlb_lookup(c: &mut Criterion) {
+    let cfg = config::load("baseline-radix", &[]).unwrap();
+    let mut tlb = Tlb::new(&cfg.mmu.l2tlb["unified"]);
+    for p in 0..1536u64 {
+        tlb.insert(VirtAddr(p << 12), 0, Pfn(p), PageSize::Size4K);
+    }
+    let mut i = 0u64;
+    c.bench_function("l2tlb_lookup_hit", |b| {
+        b.iter(|| {
+            i = (i + 7) % 1536;
+            black_box(tlb.lookup(VirtAddr(i << 12), 0))
+        })
+    });
+}
+
+fn full_reference(c: &mut Criterion) {
+    for workload in ["gups", "stream"] {
+        let cfg = config::load(
+            "baseline-radix",
+            &[
+                format!("workload.name={workload}"),
+                "workload.references=1000000000".into(),
+            ],
+        )
+        .unwrap();
+        let mut sim = Simulation::new(cfg.clone()).unwrap();
+        // A separate generator instance feeds the same process layout (pid 0, same mmaps).
+        let mut os = xlat::os::Os::new(&cfg.os, cfg.pt.levels, cfg.seed).unwrap();
+        let mut source = xlat::workload::build(&cfg.workload, &mut os, cfg.seed).unwrap();
+        let mut buf: Vec<Record> = Vec::with_capacity(4096);
+        let mut at = 0;
+        c.bench_function(&format!("reference_{workload}"), |b| {
+            b.iter(|| {
+                if at == buf.len() {
+                    source.fill(&mut buf).unwrap();
+                    at = 0;
+                }
+                sim.step(&buf[at]).unwrap();
+                at += 1;
+            })
+        });
+    }
+}
+
+criterion_group!(benches, tlb_lookup, full_reference);
+criterion_main!(benches);

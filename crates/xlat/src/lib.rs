@@ -7,10 +7,19 @@
 
 pub mod addr;
 pub mod assoc;
+pub mod config;
+pub mod core;
 pub mod error;
 pub mod mem;
+pub mod mmu;
 pub mod os;
+pub mod pt;
 pub mod rng;
+pub mod run;
+pub mod sim;
 pub mod trace;
+pub mod workload;
 
+pub use config::SimConfig;
 pub use error::{Error, Result};
+pub use sim::{Simulation, Stats};

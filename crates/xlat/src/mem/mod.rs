@@ -1,3 +1,9 @@
 //! The memory system: caches, the hierarchy that connects them, and DRAM.
 
+pub mod cache;
 pub mod dram;
+pub mod hierarchy;
+pub mod kind;
+
+pub use hierarchy::{Hierarchy, Level};
+pub use kind::MemKind;

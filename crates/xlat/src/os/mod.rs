@@ -1,3 +1,232 @@
-//! The modelled operating system.
+//! The modelled operating system: processes with VMAs, demand paging, THP and explicit 1 GiB
+//! pages, physical memory from a fragmented buddy allocator, and the ground-truth mapping of
+//! every process against which `verify` checks each translation.
 
 pub mod physmem;
+mod process;
+
+pub use process::{MapKind, Process, Vma};
+
+use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
+use crate::error::{Error, Result};
+use crate::pt::radix::RadixPageTable;
+use crate::pt::store::PtStore;
+use crate::pt::PtContext;
+use crate::rng::{self, Rng};
+use physmem::{BuddyAllocator, PhysMemConfig};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OsConfig {
+    /// Cycles the core loses to one page fault (trap, allocation, zeroing, PTE update).
+    pub minor_fault_cycles: u64,
+    /// Transparent huge pages: `never`, or `always` (map 2 MiB on fault when possible).
+    pub thp: ThpPolicy,
+    pub physmem: PhysMemConfig,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpPolicy {
+    Never,
+    Always,
+}
+
+impl OsConfig {
+    pub fn validate(&self, path: &str) -> Result<()> {
+        self.physmem.validate(&format!("{path}.physmem"))
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FaultStats {
+    /// Page faults handled (every first touch of a page).
+    pub minor: u64,
+    /// Pages mapped by size.
+    #[serde(rename = "4k")]
+    pub mapped_4k: u64,
+    #[serde(rename = "2m")]
+    pub mapped_2m: u64,
+    #[serde(rename = "1g")]
+    pub mapped_1g: u64,
+    /// THP faults that fell back to 4 KiB (no aligned range or no free order-9 block).
+    pub thp_fallbacks: u64,
+    /// 1 GiB requests that fell back to smaller pages (no free order-18 block).
+    pub huge_1g_fallbacks: u64,
+    /// Cycles charged for faults.
+    pub cycles: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OsStats {
+    pub faults: FaultStats,
+    pub munmaps: u64,
+}
+
+/// The OS: owns physical memory, the page-table store and all processes.
+pub struct Os {
+    cfg: OsConfig,
+    levels: u32,
+    pub buddy: BuddyAllocator,
+    pub store: PtStore,
+    processes: Vec<Process>,
+    pub stats: OsStats,
+    /// Frames pinned by fragmentation injection ("other programs"), never freed.
+    pinned: Vec<Pfn>,
+    fmfi_initial: f64,
+}
+
+impl Os {
+    /// Boot: build physical memory and fragment it to the configured FMFI.
+    pub fn new(cfg: &OsConfig, pt_levels: u32, seed: u64) -> Result<Os> {
+        let frames = cfg.physmem.bytes / 4096;
+        let mut buddy = BuddyAllocator::new(frames);
+        let mut rng = Rng::new(seed, rng::stream::FRAGMENTATION);
+        let pinned = buddy.fragment(
+            cfg.physmem.fragmentation,
+            cfg.physmem.fragmentation_order,
+            &mut rng,
+        );
+        let fmfi_initial = buddy.fmfi(cfg.physmem.fragmentation_order);
+        Ok(Os {
+            cfg: cfg.clone(),
+            levels: pt_levels,
+            buddy,
+            store: PtStore::new(),
+            processes: Vec::new(),
+            stats: OsStats::default(),
+            pinned,
+            fmfi_initial,
+        })
+    }
+
+    /// Start a process with an empty address space; returns its pid.
+    pub fn spawn(&mut self) -> Result<u16> {
+        let pid = u16::try_from(self.processes.len())
+            .map_err(|_| Error::Workload("more than 65536 processes".into()))?;
+        let mut ctx = PtContext {
+            store: &mut self.store,
+            buddy: &mut self.buddy,
+        };
+        let pt = RadixPageTable::new(&mut ctx, self.levels)?;
+        self.processes
+            .push(Process::new(pid, Box::new(pt), self.levels));
+        Ok(pid)
+    }
+
+    pub fn process(&self, pid: u16) -> Result<&Process> {
+        self.processes
+            .get(pid as usize)
+            .ok_or_else(|| Error::Workload(format!("no process with pid {pid}")))
+    }
+
+    fn process_mut(&mut self, pid: u16) -> Result<&mut Process> {
+        self.processes
+            .get_mut(pid as usize)
+            .ok_or_else(|| Error::Workload(format!("no process with pid {pid}")))
+    }
+
+    /// Reserve `bytes` of virtual address space (no physical memory until first touch).
+    pub fn mmap(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<VirtAddr> {
+        self.process_mut(pid)?.mmap(bytes, kind)
+    }
+
+    /// Map the whole user address space as one anonymous region: how trace-driven processes,
+    /// whose allocations we never saw, get demand paging everywhere.
+    pub fn map_everything(&mut self, pid: u16) -> Result<()> {
+        self.process_mut(pid)?.map_everything();
+        Ok(())
+    }
+
+    /// Unmap `[va, va+bytes)`; frees frames and returns the unmapped pages so the MMU can shoot
+    /// down its TLB entries.
+    pub fn munmap(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<Vec<(Vpn, PageSize)>> {
+        self.stats.munmaps += 1;
+        let p = self
+            .processes
+            .get_mut(pid as usize)
+            .ok_or_else(|| Error::Workload(format!("no process with pid {pid}")))?;
+        let mut ctx = PtContext {
+            store: &mut self.store,
+            buddy: &mut self.buddy,
+        };
+        p.munmap(&mut ctx, va, bytes)
+    }
+
+    /// Handle a page fault at `va`: choose a page size, allocate the frame(s), write the page
+    /// table, record ground truth. Returns the new mapping.
+    pub fn fault(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize)> {
+        let thp = self.cfg.thp == ThpPolicy::Always;
+        let p = self
+            .processes
+            .get_mut(pid as usize)
+            .ok_or_else(|| Error::Workload(format!("no process with pid {pid}")))?;
+        let mut ctx = PtContext {
+            store: &mut self.store,
+            buddy: &mut self.buddy,
+        };
+        let (pfn, size) = p.fault(&mut ctx, va, thp, &mut self.stats.faults)?;
+        self.stats.faults.minor += 1;
+        self.stats.faults.cycles += self.cfg.minor_fault_cycles;
+        match size {
+            PageSize::Size4K => self.stats.faults.mapped_4k += 1,
+            PageSize::Size2M => self.stats.faults.mapped_2m += 1,
+            PageSize::Size1G => self.stats.faults.mapped_1g += 1,
+        }
+        Ok((pfn, size))
+    }
+
+    pub fn fault_cycles(&self) -> u64 {
+        self.cfg.minor_fault_cycles
+    }
+
+    /// The ground-truth mapping of `va` in `pid`.
+    #[inline]
+    pub fn truth(&self, pid: u16, va: VirtAddr) -> Option<(Pfn, PageSize)> {
+        self.processes.get(pid as usize)?.truth(va)
+    }
+
+    /// Page-table bytes over all processes.
+    pub fn pt_bytes(&self) -> u64 {
+        self.processes.iter().map(|p| p.pt.bytes()).sum()
+    }
+
+    pub fn snapshot(&self) -> OsSnapshot {
+        let order = self.cfg.physmem.fragmentation_order;
+        OsSnapshot {
+            faults: self.stats.faults.clone(),
+            munmaps: self.stats.munmaps,
+            pt_bytes: self.pt_bytes(),
+            physmem: PhysMemSnapshot {
+                total_frames: self.buddy.total_frames(),
+                free_frames: self.buddy.free_frames(),
+                pinned_frames: self.pinned.len() as u64,
+                fmfi_initial: self.fmfi_initial,
+                fmfi: self.buddy.fmfi(order),
+                largest_free_order: self.buddy.largest_free_order(),
+            },
+        }
+    }
+}
+
+/// The `os` subtree of the stats.
+#[derive(Clone, Debug, Serialize)]
+pub struct OsSnapshot {
+    pub faults: FaultStats,
+    pub munmaps: u64,
+    pub pt_bytes: u64,
+    pub physmem: PhysMemSnapshot,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PhysMemSnapshot {
+    pub total_frames: u64,
+    pub free_frames: u64,
+    pub pinned_frames: u64,
+    /// FMFI right after fragmentation injection, before the workload ran.
+    pub fmfi_initial: f64,
+    /// FMFI at the end of the run.
+    pub fmfi: f64,
+    pub largest_free_order: Option<u32>,
+}

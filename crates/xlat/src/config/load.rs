@@ -1,0 +1,249 @@
+//! Resolving a config: presets, `extends`, `--set` overrides, deserialisation with key paths.
+
+use super::{presets, SimConfig};
+use crate::error::{Error, Result};
+use std::path::Path;
+use toml::{Table, Value};
+
+/// How deep an `extends` chain may go before we call it a cycle.
+const MAX_EXTENDS_DEPTH: usize = 16;
+
+/// Load `spec` (a preset name or a TOML file path), apply `overrides` (`key=value`), validate.
+pub fn load(spec: &str, overrides: &[String]) -> Result<SimConfig> {
+    let mut table = resolve_table(spec, 0)?;
+    for ov in overrides {
+        let (key, value) = parse_override(ov)?;
+        set_path(&mut table, &key, value)?;
+    }
+    table.remove("extends");
+    let cfg = deserialize(table, spec)?;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+fn read_spec(spec: &str) -> Result<(String, String)> {
+    if let Some(text) = presets::get(spec) {
+        return Ok((format!("preset `{spec}`"), text.to_string()));
+    }
+    let path = Path::new(spec);
+    if !path.exists() {
+        return Err(Error::file(
+            spec,
+            format!(
+                "no such preset or file (presets: {})",
+                presets::names().join(", ")
+            ),
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| Error::file(spec, e.to_string()))?;
+    Ok((spec.to_string(), text))
+}
+
+/// The fully merged table of `spec`, following `extends` (a preset name or a path relative to
+/// the current directory).
+fn resolve_table(spec: &str, depth: usize) -> Result<Table> {
+    if depth > MAX_EXTENDS_DEPTH {
+        return Err(Error::config(
+            "extends",
+            format!("chain deeper than {MAX_EXTENDS_DEPTH} (a cycle?) at `{spec}`"),
+        ));
+    }
+    let (origin, text) = read_spec(spec)?;
+    let table: Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| Error::file(&origin, format!("invalid TOML: {e}")))?;
+    match table.get("extends") {
+        None => Ok(table),
+        Some(Value::String(base)) => {
+            let mut merged = resolve_table(base, depth + 1)?;
+            merge(&mut merged, table);
+            Ok(merged)
+        }
+        Some(_) => Err(Error::config(
+            "extends",
+            format!("{origin}: must be a preset name or file path string"),
+        )),
+    }
+}
+
+/// Deep-merge `over` into `base`. A `workload` table that names a different workload replaces
+/// the base's wholesale: one workload's parameters mean nothing to another.
+fn merge(base: &mut Table, over: Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(Value::Table(b)), Value::Table(o)) => {
+                let switches_workload =
+                    k == "workload" && o.get("name").is_some_and(|n| b.get("name") != Some(n));
+                if switches_workload {
+                    *b = o;
+                } else {
+                    merge(b, o);
+                }
+            }
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+/// Split `key=value`; the value is a TOML literal (`2048`, `true`, `"x"`, `["4K"]`) and a bare
+/// word that is not one is taken as a string, so `--set scheme=radix` works unquoted.
+pub fn parse_override(s: &str) -> Result<(String, Value)> {
+    let (key, raw) = s
+        .split_once('=')
+        .ok_or_else(|| Error::config(s, "override must look like key=value"))?;
+    let key = key.trim();
+    if key.is_empty() || key.split('.').any(str::is_empty) {
+        return Err(Error::config(
+            s,
+            "override key must be a dotted path like mmu.l2tlb.unified.entries",
+        ));
+    }
+    let raw = raw.trim();
+    let value = format!("v = {raw}")
+        .parse::<Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| Value::String(raw.to_string()));
+    Ok((key.to_string(), value))
+}
+
+fn set_path(table: &mut Table, key: &str, value: Value) -> Result<()> {
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut cur = table;
+    for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
+        let entry = cur
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Table(Table::new()));
+        cur = match entry {
+            Value::Table(t) => t,
+            _ => {
+                return Err(Error::config(
+                    parts[..=i].join("."),
+                    format!("is a value, not a table, so `{key}` cannot be set"),
+                ))
+            }
+        };
+    }
+    let last = parts[parts.len() - 1];
+    if parts[0] == "workload" && last == "name" && parts.len() == 2 {
+        // Switching workloads drops the old workload's parameters (see `merge`).
+        if cur.get("name") != Some(&value) {
+            cur.clear();
+        }
+    }
+    cur.insert(last.to_string(), value);
+    Ok(())
+}
+
+fn deserialize(table: Table, spec: &str) -> Result<SimConfig> {
+    let text = toml::to_string(&table).map_err(|e| Error::config("", e.to_string()))?;
+    let de = toml::Deserializer::parse(&text).map_err(|e| Error::file(spec, e.to_string()))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let key = e.path().to_string();
+        let msg = e.inner().message().to_string();
+        Error::config(
+            if key == "." {
+                String::from("<root>")
+            } else {
+                key
+            },
+            msg,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn override_values_are_typed() {
+        assert_eq!(parse_override("a.b=12").unwrap().1, Value::Integer(12));
+        assert_eq!(parse_override("a=true").unwrap().1, Value::Boolean(true));
+        assert_eq!(
+            parse_override("a=radix").unwrap().1,
+            Value::String("radix".into())
+        );
+        assert!(parse_override("nokey").is_err());
+        assert!(parse_override("a..b=1").is_err());
+    }
+
+    #[test]
+    fn presets_load_and_validate() {
+        for name in presets::names() {
+            load(name, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn unknown_key_names_its_path() {
+        let e = load("baseline-radix", &["mmu.l2tlb.unified.entires=5".into()]).unwrap_err();
+        let s = e.to_string();
+        assert!(
+            s.contains("mmu.l2tlb.unified") && s.contains("entires"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn bad_geometry_names_its_path() {
+        let cases = [
+            ("mmu.l2tlb.unified.ways=0", "mmu.l2tlb.unified.ways"),
+            (
+                "mmu.l2tlb.unified.entries=1000",
+                "mmu.l2tlb.unified.entries",
+            ),
+            ("cache.l2.size=1000000", "cache.l2.size"),
+            ("cache.llc.latency=0", "cache.llc.latency"),
+            ("core.width=0", "core.width"),
+            ("pt.levels=3", "pt.levels"),
+            ("scheme=nonsense", "scheme"),
+            ("os.physmem.bytes=4096", "os.physmem.bytes"),
+        ];
+        for (ov, key) in cases {
+            let e = load("baseline-radix", &[ov.to_string()])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key), "{ov}: {e}");
+        }
+    }
+
+    #[test]
+    fn extends_file_and_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("my.toml");
+        std::fs::write(
+            &p,
+            "extends = \"baseline-radix\"\n[mmu.l2tlb.unified]\nentries = 3072\n",
+        )
+        .unwrap();
+        let cfg = load(p.to_str().unwrap(), &[]).unwrap();
+        assert_eq!(cfg.mmu.l2tlb["unified"].entries, 3072);
+        assert_eq!(cfg.mmu.l2tlb["unified"].ways, 12);
+        let e = load("/no/such/file.toml", &[]).unwrap_err().to_string();
+        assert!(e.contains("/no/such/file.toml"), "{e}");
+        std::fs::write(&p, "extends = [").unwrap();
+        assert!(load(p.to_str().unwrap(), &[])
+            .unwrap_err()
+            .to_string()
+            .contains("invalid TOML"));
+    }
+
+    #[test]
+    fn switching_workload_drops_old_parameters() {
+        let cfg = load("baseline-radix", &["workload.name=stream".into()]).unwrap();
+        assert_eq!(cfg.workload.name(), "stream");
+    }
+
+    #[test]
+    fn resolved_config_round_trips() {
+        let cfg = load("baseline-radix", &["mmu.walkers=3".into()]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("resolved.toml");
+        std::fs::write(&p, cfg.to_toml()).unwrap();
+        let again = load(p.to_str().unwrap(), &[]).unwrap();
+        assert_eq!(again.to_toml(), cfg.to_toml());
+    }
+}

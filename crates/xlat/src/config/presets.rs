@@ -1,0 +1,27 @@
+//! Built-in presets: the system tables of the papers, as TOML. The files live in
+//! `python/xlat/presets/` (DESIGN.md §4) and are compiled into the engine so that the CLI, the
+//! Python API and Rust tests all see the same text.
+
+/// `(name, TOML text)` of every preset.
+pub const PRESETS: &[(&str, &str)] = &[
+    (
+        "baseline-radix",
+        include_str!("../../../../python/xlat/presets/baseline-radix.toml"),
+    ),
+    (
+        "perfect-tlb",
+        include_str!("../../../../python/xlat/presets/perfect-tlb.toml"),
+    ),
+    (
+        "mehpt-radix",
+        include_str!("../../../../python/xlat/presets/mehpt-radix.toml"),
+    ),
+];
+
+pub fn get(name: &str) -> Option<&'static str> {
+    PRESETS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+pub fn names() -> Vec<&'static str> {
+    PRESETS.iter().map(|(n, _)| *n).collect()
+}

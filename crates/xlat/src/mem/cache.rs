@@ -1,0 +1,128 @@
+//! One set-associative cache level with 64-byte lines, write-back and write-allocate.
+
+use super::kind::{MemKind, KINDS};
+use crate::assoc::SetAssoc;
+use crate::config::CacheConfig;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Block {
+    kind: MemKind,
+    dirty: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct HitMiss {
+    pub hits: u64,
+    pub misses: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct CacheStats {
+    pub by_kind: [HitMiss; KINDS],
+    pub writebacks: u64,
+}
+
+pub struct Cache {
+    array: SetAssoc<Block>,
+    latency: u64,
+    stats: CacheStats,
+}
+
+impl Cache {
+    pub fn new(cfg: &CacheConfig) -> Cache {
+        Cache {
+            array: SetAssoc::new(cfg.sets() as usize, cfg.ways as usize, cfg.replacement),
+            latency: cfg.latency as u64,
+            stats: CacheStats::default(),
+        }
+    }
+
+    pub fn latency(&self) -> u64 {
+        self.latency
+    }
+
+    /// Access the line `line` (address >> 6). Returns whether it hit; a miss allocates the line
+    /// (the caller fetches it from below) and may write back a dirty victim.
+    #[inline]
+    pub fn access(&mut self, line: u64, kind: MemKind, write: bool) -> bool {
+        let set = self.array.set_of(line);
+        let stat = &mut self.stats.by_kind[kind.index()];
+        if let Some(b) = self.array.lookup(set, line) {
+            b.dirty |= write;
+            // A line re-used by another kind (e.g. a PT page freed and reused for data) is
+            // re-tagged, so occupancy reflects current contents.
+            b.kind = kind;
+            stat.hits += 1;
+            return true;
+        }
+        stat.misses += 1;
+        if let Some((_, victim)) = self.array.insert(set, line, Block { kind, dirty: write }) {
+            if victim.dirty {
+                self.stats.writebacks += 1;
+            }
+        }
+        false
+    }
+
+    pub fn stats(&self) -> &CacheStats {
+        &self.stats
+    }
+
+    pub fn reset_stats(&mut self) {
+        self.stats = CacheStats::default();
+    }
+
+    /// Valid blocks per kind right now (Utopia Fig 3: how much of a cache holds PTEs).
+    pub fn occupancy(&self) -> [u64; KINDS] {
+        let mut occ = [0; KINDS];
+        for (_, b) in self.array.entries() {
+            occ[b.kind.index()] += 1;
+        }
+        occ
+    }
+
+    pub fn capacity_blocks(&self) -> u64 {
+        (self.array.sets() * self.array.ways()) as u64
+    }
+
+    pub fn snapshot(&self) -> CacheSnapshot {
+        let occ = self.occupancy();
+        let mut by_kind = BTreeMap::new();
+        let mut occupancy = BTreeMap::new();
+        for k in MemKind::all() {
+            let hm = self.stats.by_kind[k.index()];
+            if hm.hits + hm.misses > 0 {
+                by_kind.insert(k.name(), hm);
+            }
+            if occ[k.index()] > 0 {
+                occupancy.insert(k.name(), occ[k.index()]);
+            }
+        }
+        let hits: u64 = self.stats.by_kind.iter().map(|h| h.hits).sum();
+        let misses: u64 = self.stats.by_kind.iter().map(|h| h.misses).sum();
+        let translation_blocks: u64 = occ[1..].iter().sum();
+        CacheSnapshot {
+            hits,
+            misses,
+            writebacks: self.stats.writebacks,
+            by_kind,
+            occupancy,
+            translation_fraction: translation_blocks as f64 / self.capacity_blocks() as f64,
+        }
+    }
+}
+
+/// The stats subtree of one cache level.
+#[derive(Clone, Debug, Serialize)]
+pub struct CacheSnapshot {
+    pub hits: u64,
+    pub misses: u64,
+    pub writebacks: u64,
+    pub by_kind: BTreeMap<&'static str, HitMiss>,
+    /// Valid blocks per kind at the end of the run.
+    pub occupancy: BTreeMap<&'static str, u64>,
+    /// Fraction of the cache's blocks holding translation metadata at the end of the run.
+    pub translation_fraction: f64,
+}

@@ -1,0 +1,38 @@
+//! What a memory block holds. Every access and every cached block is tagged, so the stats can
+//! split hits, misses and cache occupancy between data and each kind of translation metadata.
+
+use serde::Serialize;
+
+/// Kind of a memory access / cached block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize)]
+pub struct MemKind(pub u8);
+
+/// Number of distinct kinds (size of per-kind stat arrays).
+pub const KINDS: usize = 8;
+
+const NAMES: [&str; KINDS] = ["data", "pt1", "pt2", "pt3", "pt4", "pt5", "kind6", "kind7"];
+
+impl MemKind {
+    pub const DATA: MemKind = MemKind(0);
+
+    /// An entry of the radix page table at `level` (1 = PT … 4 = PML4, 5 = PML5).
+    pub const fn pt_level(level: u32) -> MemKind {
+        MemKind(level as u8)
+    }
+
+    pub fn is_translation(self) -> bool {
+        self.0 != 0
+    }
+
+    pub fn name(self) -> &'static str {
+        NAMES[self.0 as usize]
+    }
+
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    pub fn all() -> impl Iterator<Item = MemKind> {
+        (0..KINDS as u8).map(MemKind)
+    }
+}

@@ -1,0 +1,351 @@
+//! The MMU: L1 TLBs → L2 TLBs → the scheme's miss handling (page walk, fault).
+
+pub mod radix_walker;
+pub mod scheme;
+pub mod tlb;
+pub mod walk;
+
+use crate::addr::{translate, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
+use crate::config::SimConfig;
+use crate::error::{Error, Result};
+use crate::mem::{Hierarchy, Level};
+use crate::os::Os;
+use crate::trace::Op;
+use scheme::Scheme;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use tlb::{Tlb, TlbStats};
+use walk::{WalkPlan, WalkRefStats};
+
+/// Where a translation was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    L1,
+    L2,
+    Walk,
+    /// The walk found no mapping; the OS handled a page fault first.
+    Fault,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Translation {
+    pub paddr: PhysAddr,
+    pub size: PageSize,
+    /// Cycles from the request to the physical address being known.
+    pub latency: u64,
+    pub found: Found,
+}
+
+/// A level of TLB arrays probed in parallel.
+struct TlbLevel {
+    arrays: Vec<(String, Tlb)>,
+    latency: u64,
+}
+
+impl TlbLevel {
+    fn new(cfgs: &BTreeMap<String, crate::config::TlbConfig>) -> TlbLevel {
+        let arrays: Vec<(String, Tlb)> = cfgs
+            .iter()
+            .filter(|(_, c)| c.entries > 0)
+            .map(|(n, c)| (n.clone(), Tlb::new(c)))
+            .collect();
+        let latency = arrays.iter().map(|(_, t)| t.latency()).max().unwrap_or(0);
+        TlbLevel { arrays, latency }
+    }
+
+    #[inline]
+    fn lookup(&mut self, va: VirtAddr, asid: u16) -> Option<(Pfn, PageSize)> {
+        let mut found = None;
+        for (_, t) in &mut self.arrays {
+            if let Some(hit) = t.lookup(va, asid) {
+                found = Some(hit);
+            }
+        }
+        found
+    }
+
+    /// Install a translation in the arrays that hold its size; if none does, splinter it into
+    /// the 4 KiB page containing `va` (how a 4K-only TLB caches a piece of a huge page).
+    fn fill(&mut self, va: VirtAddr, asid: u16, pfn: Pfn, size: PageSize) {
+        if self.arrays.iter().any(|(_, t)| t.holds(size)) {
+            for (_, t) in self.arrays.iter_mut().filter(|(_, t)| t.holds(size)) {
+                t.insert(va, asid, pfn, size);
+            }
+        } else {
+            let piece = Pfn(pfn.0 + ((va.0 & size.mask()) >> 12));
+            for (_, t) in self
+                .arrays
+                .iter_mut()
+                .filter(|(_, t)| t.holds(PageSize::Size4K))
+            {
+                t.insert(va, asid, piece, PageSize::Size4K);
+            }
+        }
+    }
+
+    fn invalidate_page(&mut self, vpn: Vpn, size: PageSize, asid: u16) {
+        for (_, t) in &mut self.arrays {
+            t.invalidate_page(vpn, size, asid);
+            if size != PageSize::Size4K {
+                // Splintered pieces of a huge page: drop the 4 KiB entries inside it.
+                for i in 0..size.base_pages() {
+                    t.invalidate_page(Vpn(vpn.0 + i), PageSize::Size4K, asid);
+                }
+            }
+        }
+    }
+
+    fn stats(&self) -> BTreeMap<String, TlbStats> {
+        self.arrays
+            .iter()
+            .map(|(n, t)| (n.clone(), t.stats))
+            .collect()
+    }
+
+    fn reset_stats(&mut self) {
+        self.arrays
+            .iter_mut()
+            .for_each(|(_, t)| t.stats = TlbStats::default());
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MmuCounters {
+    pub translations: u64,
+    pub l1_misses: u64,
+    pub l2_misses: u64,
+    pub walks: u64,
+    pub walk_cycles: u64,
+    /// Cycles walks waited for a free walker.
+    pub walker_queue_cycles: u64,
+    pub faults: u64,
+    pub shootdowns: u64,
+}
+
+pub struct Mmu {
+    itlb: TlbLevel,
+    l1: TlbLevel,
+    l2: TlbLevel,
+    scheme: Scheme,
+    walker_free_at: Vec<u64>,
+    entry: Level,
+    plan: WalkPlan,
+    pub counters: MmuCounters,
+    pub walk_refs: WalkRefStats,
+}
+
+impl Mmu {
+    pub fn new(cfg: &SimConfig) -> Result<Mmu> {
+        let mut itlb_cfg = BTreeMap::new();
+        itlb_cfg.insert("itlb".to_string(), cfg.mmu.itlb.clone());
+        Ok(Mmu {
+            itlb: TlbLevel::new(&itlb_cfg),
+            l1: TlbLevel::new(&cfg.mmu.l1tlb),
+            l2: TlbLevel::new(&cfg.mmu.l2tlb),
+            scheme: scheme::build(cfg)?,
+            walker_free_at: vec![0; cfg.mmu.walkers as usize],
+            entry: Level::from_entry(cfg.mmu.walker_entry),
+            plan: WalkPlan::default(),
+            counters: MmuCounters::default(),
+            walk_refs: WalkRefStats::default(),
+        })
+    }
+
+    /// Translate `va` of process `pid` for an access of kind `op` issued at cycle `now`.
+    #[inline]
+    pub fn translate(
+        &mut self,
+        va: VirtAddr,
+        pid: u16,
+        op: Op,
+        now: u64,
+        os: &mut Os,
+        mem: &mut Hierarchy,
+    ) -> Result<Translation> {
+        self.counters.translations += 1;
+        let asid = pid;
+        let l1 = if op == Op::Ifetch {
+            &mut self.itlb
+        } else {
+            &mut self.l1
+        };
+        let mut latency = l1.latency;
+        if let Scheme::PerfectTlb = self.scheme {
+            return Self::perfect(va, pid, latency, os, &mut self.counters);
+        }
+        if let Some((pfn, size)) = l1.lookup(va, asid) {
+            return Ok(Translation {
+                paddr: translate(va, pfn, size),
+                size,
+                latency,
+                found: Found::L1,
+            });
+        }
+        self.counters.l1_misses += 1;
+        latency += self.l2.latency;
+        if let Some((pfn, size)) = self.l2.lookup(va, asid) {
+            let l1 = if op == Op::Ifetch {
+                &mut self.itlb
+            } else {
+                &mut self.l1
+            };
+            l1.fill(va, asid, pfn, size);
+            return Ok(Translation {
+                paddr: translate(va, pfn, size),
+                size,
+                latency,
+                found: Found::L2,
+            });
+        }
+        self.counters.l2_misses += 1;
+        let (pfn, size, walk_latency, faulted) = self.walk(va, pid, now + latency, os, mem)?;
+        latency += walk_latency;
+        self.l2.fill(va, asid, pfn, size);
+        let l1 = if op == Op::Ifetch {
+            &mut self.itlb
+        } else {
+            &mut self.l1
+        };
+        l1.fill(va, asid, pfn, size);
+        let found = if faulted { Found::Fault } else { Found::Walk };
+        Ok(Translation {
+            paddr: translate(va, pfn, size),
+            size,
+            latency,
+            found,
+        })
+    }
+
+    fn perfect(
+        va: VirtAddr,
+        pid: u16,
+        latency: u64,
+        os: &mut Os,
+        c: &mut MmuCounters,
+    ) -> Result<Translation> {
+        match os.truth(pid, va) {
+            Some((pfn, size)) => Ok(Translation {
+                paddr: translate(va, pfn, size),
+                size,
+                latency,
+                found: Found::L1,
+            }),
+            None => {
+                let (pfn, size) = os.fault(pid, va)?;
+                c.faults += 1;
+                let latency = latency + os.fault_cycles();
+                Ok(Translation {
+                    paddr: translate(va, pfn, size),
+                    size,
+                    latency,
+                    found: Found::Fault,
+                })
+            }
+        }
+    }
+
+    /// Walk on a free walker; on a fault let the OS map the page and walk again, as the
+    /// faulting instruction re-executes. Returns (frame, size, latency, faulted).
+    fn walk(
+        &mut self,
+        va: VirtAddr,
+        pid: u16,
+        ready: u64,
+        os: &mut Os,
+        mem: &mut Hierarchy,
+    ) -> Result<(Pfn, PageSize, u64, bool)> {
+        let Scheme::Radix(walker) = &mut self.scheme else {
+            unreachable!("only page-table schemes walk")
+        };
+        // The earliest-free walker takes the walk.
+        let (slot, &free_at) = self
+            .walker_free_at
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, &t)| t)
+            .expect("at least one walker (validated)");
+        let start = ready.max(free_at);
+        self.counters.walker_queue_cycles += start - ready;
+        let mut t = start;
+        let mut faulted = false;
+        for attempt in 0..2 {
+            let process = os.process(pid)?;
+            let pt = process
+                .pt
+                .as_any()
+                .downcast_ref::<crate::pt::radix::RadixPageTable>()
+                .ok_or_else(|| Error::Workload("radix walker on a non-radix page table".into()))?;
+            let found = walker.plan(va, pid, pt, &os.store, &mut self.plan);
+            let lat = self.plan.execute(mem, t, self.entry, &mut self.walk_refs);
+            self.counters.walks += 1;
+            self.counters.walk_cycles += lat;
+            t += lat;
+            match found {
+                Some((pfn, size)) => {
+                    self.walker_free_at[slot] = t;
+                    return Ok((pfn, size, t - ready, faulted));
+                }
+                None if attempt == 0 => {
+                    os.fault(pid, va)?;
+                    self.counters.faults += 1;
+                    t += os.fault_cycles();
+                    faulted = true;
+                }
+                None => break,
+            }
+        }
+        Err(Error::Verify(format!(
+            "walk for {va:?} (pid {pid}) found no mapping right after the OS mapped it"
+        )))
+    }
+
+    /// Drop every cached translation of the given pages (after munmap).
+    pub fn shootdown(&mut self, pid: u16, pages: &[(Vpn, PageSize)]) {
+        self.counters.shootdowns += 1;
+        for &(vpn, size) in pages {
+            for level in [&mut self.itlb, &mut self.l1, &mut self.l2] {
+                level.invalidate_page(vpn, size, pid);
+            }
+        }
+        // Table pages are never freed, so PWC entries stay valid; flush anyway, as Linux does
+        // when it tears down mappings, so no walk can start from stale state.
+        if let Scheme::Radix(w) = &mut self.scheme {
+            w.flush();
+        }
+    }
+
+    pub fn reset_stats(&mut self) {
+        self.itlb.reset_stats();
+        self.l1.reset_stats();
+        self.l2.reset_stats();
+        if let Scheme::Radix(w) = &mut self.scheme {
+            w.reset_stats();
+        }
+        self.counters = MmuCounters::default();
+        self.walk_refs = WalkRefStats::default();
+    }
+
+    pub fn snapshot(&self) -> MmuSnapshot {
+        MmuSnapshot {
+            itlb: self.itlb.stats().remove("itlb").unwrap_or_default(),
+            l1tlb: self.l1.stats(),
+            l2tlb: self.l2.stats(),
+            pwc: match &self.scheme {
+                Scheme::Radix(w) => w.pwc_snapshot(),
+                Scheme::PerfectTlb => BTreeMap::new(),
+            },
+            counters: self.counters.clone(),
+        }
+    }
+}
+
+/// The `mmu` stats subtree.
+#[derive(Clone, Debug, Serialize)]
+pub struct MmuSnapshot {
+    pub itlb: TlbStats,
+    pub l1tlb: BTreeMap<String, TlbStats>,
+    pub l2tlb: BTreeMap<String, TlbStats>,
+    pub pwc: BTreeMap<&'static str, radix_walker::PwcStats>,
+    #[serde(flatten)]
+    pub counters: MmuCounters,
+}

@@ -1,0 +1,109 @@
+//! WalkPlan: the memory references of one page walk as sequential steps of parallel references
+//! (DESIGN.md §2), and its execution against the cache hierarchy.
+
+use crate::addr::PhysAddr;
+use crate::mem::{Hierarchy, Level, MemKind};
+use serde::Serialize;
+
+/// Most references any walk issues (a nested 2D walk issues 24).
+pub const MAX_WALK_REFS: usize = 32;
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WalkRef {
+    pub addr: PhysAddr,
+    pub kind: MemKind,
+    pub step: u8,
+}
+
+/// A fixed-capacity plan: no heap allocation per walk.
+#[derive(Clone, Debug)]
+pub struct WalkPlan {
+    refs: [WalkRef; MAX_WALK_REFS],
+    len: usize,
+    /// Fixed compute latency of the scheme (hashing, PWC lookup…), paid before the first step.
+    pub fixed_cycles: u64,
+}
+
+impl Default for WalkPlan {
+    fn default() -> Self {
+        WalkPlan {
+            refs: [WalkRef::default(); MAX_WALK_REFS],
+            len: 0,
+            fixed_cycles: 0,
+        }
+    }
+}
+
+impl WalkPlan {
+    pub fn clear(&mut self) {
+        self.len = 0;
+        self.fixed_cycles = 0;
+    }
+
+    /// Append a reference to step `step` (steps must be appended in non-decreasing order).
+    pub fn push(&mut self, addr: PhysAddr, kind: MemKind, step: u8) {
+        debug_assert!(self.len == 0 || self.refs[self.len - 1].step <= step);
+        self.refs[self.len] = WalkRef { addr, kind, step };
+        self.len += 1;
+    }
+
+    pub fn refs(&self) -> &[WalkRef] {
+        &self.refs[..self.len]
+    }
+
+    /// Issue the plan at cycle `now`; returns its latency. Each step's references go out
+    /// together; the step takes as long as its slowest reference.
+    pub fn execute(
+        &self,
+        mem: &mut Hierarchy,
+        now: u64,
+        entry: Level,
+        stats: &mut WalkRefStats,
+    ) -> u64 {
+        let mut t = now + self.fixed_cycles;
+        let refs = self.refs();
+        let mut i = 0;
+        while i < refs.len() {
+            let step = refs[i].step;
+            let mut slowest = 0;
+            while i < refs.len() && refs[i].step == step {
+                let (lat, level) = mem.access(refs[i].addr, refs[i].kind, false, t, entry);
+                stats.by_level[level as usize] += 1;
+                stats.by_kind[refs[i].kind.index()] += 1;
+                slowest = slowest.max(lat);
+                i += 1;
+            }
+            t += slowest;
+        }
+        t - now
+    }
+}
+
+/// Walk references by where they were served and by what they read.
+#[derive(Clone, Debug, Default)]
+pub struct WalkRefStats {
+    pub by_level: [u64; 4],
+    pub by_kind: [u64; crate::mem::kind::KINDS],
+}
+
+/// The `walk.refs` stats subtree.
+#[derive(Clone, Debug, Serialize)]
+pub struct WalkRefSnapshot {
+    pub total: u64,
+    pub by_level: std::collections::BTreeMap<&'static str, u64>,
+    pub by_kind: std::collections::BTreeMap<&'static str, u64>,
+}
+
+impl WalkRefStats {
+    pub fn snapshot(&self) -> WalkRefSnapshot {
+        let names = ["l1", "l2", "llc", "dram"];
+        WalkRefSnapshot {
+            total: self.by_level.iter().sum(),
+            by_level: names.iter().copied().zip(self.by_level).collect(),
+            by_kind: MemKind::all()
+                .filter(|k| self.by_kind[k.index()] > 0)
+                .map(|k| (k.name(), self.by_kind[k.index()]))
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! Page-table organisations. Each keeps its entries as bytes in simulated physical memory
+//! ([`store::PtStore`]) at frames allocated from the OS's buddy allocator, so walks read real
+//! entries at real physical addresses and their cache/DRAM behaviour is that of real memory.
+
+pub mod radix;
+pub mod store;
+
+use crate::addr::{PageSize, Pfn, Vpn};
+use crate::error::Result;
+use crate::os::physmem::BuddyAllocator;
+use std::any::Any;
+
+/// What a page-table organisation needs from the OS to change itself.
+pub struct PtContext<'a> {
+    pub store: &'a mut store::PtStore,
+    pub buddy: &'a mut BuddyAllocator,
+}
+
+impl PtContext<'_> {
+    /// A zeroed 4 KiB frame for page-table use.
+    pub fn alloc_table_frame(&mut self) -> Result<Pfn> {
+        let pfn = self.buddy.alloc(0).ok_or_else(|| {
+            crate::Error::OutOfMemory(
+                "no free frame for a page-table page (raise os.physmem.bytes)".into(),
+            )
+        })?;
+        self.store.zero_frame(pfn);
+        Ok(pfn)
+    }
+}
+
+/// A per-process page table. The OS calls `map`/`unmap`; the scheme's walker reads the table
+/// through its concrete type (`as_any`), since walking is where organisations differ most.
+pub trait PageTable: Send {
+    fn map(&mut self, ctx: &mut PtContext, vpn: Vpn, pfn: Pfn, size: PageSize) -> Result<()>;
+    /// Remove the mapping of the `size` page at `vpn`; returns the frame it mapped.
+    fn unmap(&mut self, ctx: &mut PtContext, vpn: Vpn, size: PageSize) -> Option<Pfn>;
+    /// Bytes of physical memory the table occupies.
+    fn bytes(&self) -> u64;
+    fn as_any(&self) -> &dyn Any;
+}

@@ -1,0 +1,337 @@
+//! The simulation: builds a system from a config and runs the reference loop (DESIGN.md §2).
+
+use crate::config::SimConfig;
+use crate::core::{Core, CoreStats};
+use crate::error::{Error, Result};
+use crate::mem::cache::CacheSnapshot;
+use crate::mem::dram::DramStats;
+use crate::mem::{Hierarchy, Level, MemKind};
+use crate::mmu::walk::WalkRefSnapshot;
+use crate::mmu::{Mmu, MmuSnapshot};
+use crate::os::{Os, OsSnapshot};
+use crate::trace::{Op, Record, RecordSource};
+use serde::Serialize;
+
+/// Records pulled from the source per batch.
+const BATCH: usize = 4096;
+
+pub struct Simulation {
+    cfg: SimConfig,
+    pub os: Os,
+    pub mmu: Mmu,
+    pub mem: Hierarchy,
+    pub core: Core,
+    source: Box<dyn RecordSource>,
+    /// Instructions and cycles at the end of warmup (subtracted from the totals).
+    base_instructions: u64,
+    base_cycles: u64,
+    warm: bool,
+    next_epoch: u64,
+    epochs: Vec<EpochSample>,
+    verified: u64,
+}
+
+impl Simulation {
+    /// Build the system of `cfg` running its configured workload.
+    pub fn new(cfg: SimConfig) -> Result<Simulation> {
+        let workload = cfg.workload.clone();
+        let seed = cfg.seed;
+        Simulation::with_source(cfg, |os| crate::workload::build(&workload, os, seed))
+    }
+
+    /// Build the system of `cfg` with records from `make_source`, which may create processes
+    /// and mappings in the OS first.
+    pub fn with_source(
+        cfg: SimConfig,
+        make_source: impl FnOnce(&mut Os) -> Result<Box<dyn RecordSource>>,
+    ) -> Result<Simulation> {
+        cfg.validate()?;
+        let mut os = Os::new(&cfg.os, cfg.pt.levels, cfg.seed)?;
+        let source = make_source(&mut os)?;
+        let warm = cfg.sim.warmup_instructions == 0;
+        Ok(Simulation {
+            mmu: Mmu::new(&cfg)?,
+            mem: Hierarchy::new(&cfg.cache, &cfg.dram, cfg.core.frequency_ghz),
+            core: Core::new(&cfg.core),
+            os,
+            source,
+            base_instructions: 0,
+            base_cycles: 0,
+            warm,
+            next_epoch: cfg.sim.epoch_instructions,
+            epochs: Vec::new(),
+            verified: 0,
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    /// Simulate one record.
+    #[inline]
+    pub fn step(&mut self, rec: &Record) -> Result<()> {
+        self.core.non_memory(rec.instr_delta);
+        let issue = self.core.issue_memory(rec.dep);
+        let t = self.mmu.translate(
+            rec.vaddr,
+            rec.pid,
+            rec.op,
+            issue,
+            &mut self.os,
+            &mut self.mem,
+        )?;
+        if self.cfg.sim.verify {
+            self.verify(rec, t.paddr)?;
+        }
+        let store = rec.op == Op::Store;
+        let data_at = issue + t.latency;
+        let (data_latency, _) = self
+            .mem
+            .access(t.paddr, MemKind::DATA, store, data_at, Level::L1d);
+        // Stores retire once translated; the store buffer drains the write in the background.
+        let complete = if store {
+            data_at + 1
+        } else {
+            data_at + data_latency
+        };
+        self.core.complete_memory(complete, store);
+        Ok(())
+    }
+
+    fn verify(&mut self, rec: &Record, got: crate::addr::PhysAddr) -> Result<()> {
+        let truth = self.os.truth(rec.pid, rec.vaddr).ok_or_else(|| {
+            Error::Verify(format!(
+                "{:?} of pid {} translated but the OS has no mapping",
+                rec.vaddr, rec.pid
+            ))
+        })?;
+        let want = crate::addr::translate(rec.vaddr, truth.0, truth.1);
+        if want != got {
+            return Err(Error::Verify(format!(
+                "{:?} of pid {}: MMU gave {got:?}, OS maps it to {want:?}",
+                rec.vaddr, rec.pid
+            )));
+        }
+        self.verified += 1;
+        Ok(())
+    }
+
+    fn end_warmup(&mut self) {
+        self.warm = true;
+        self.base_instructions = self.core.instructions();
+        self.base_cycles = self.core.cycles();
+        self.core.reset_stats();
+        self.mmu.reset_stats();
+        self.mem.reset_stats();
+        self.os.stats = Default::default();
+    }
+
+    fn sample_epoch(&mut self) {
+        let c = &self.mmu.counters;
+        self.epochs.push(EpochSample {
+            instructions: self.core.instructions() - self.base_instructions,
+            cycles: self.core.cycles() - self.base_cycles,
+            l1tlb_misses: c.l1_misses,
+            l2tlb_misses: c.l2_misses,
+            walks: c.walks,
+            faults: self.os.stats.faults.minor,
+            pt_bytes: self.os.pt_bytes(),
+            free_frames: self.os.buddy.free_frames(),
+        });
+    }
+
+    /// Run to the end of the source (or `sim.max_instructions`). `progress(records, total)` is
+    /// called every batch.
+    pub fn run(&mut self, progress: &mut dyn FnMut(u64, Option<u64>)) -> Result<Stats> {
+        let total = self.source.len_hint();
+        let mut buf = Vec::with_capacity(BATCH);
+        let mut done = 0u64;
+        let max = self.cfg.sim.max_instructions;
+        let warmup = self.cfg.sim.warmup_instructions;
+        let epoch = self.cfg.sim.epoch_instructions;
+        'outer: loop {
+            self.source.fill(&mut buf)?;
+            if buf.is_empty() {
+                break;
+            }
+            for rec in &buf {
+                self.step(rec)?;
+                let instr = self.core.instructions();
+                if !self.warm && instr >= warmup {
+                    self.end_warmup();
+                    if epoch > 0 {
+                        self.next_epoch = self.base_instructions + epoch;
+                    }
+                }
+                if epoch > 0 && self.warm && instr >= self.next_epoch {
+                    self.sample_epoch();
+                    self.next_epoch += epoch;
+                }
+                if max > 0 && instr >= max {
+                    done += 1;
+                    break 'outer;
+                }
+                done += 1;
+            }
+            progress(done, total);
+        }
+        progress(done, total);
+        Ok(self.stats())
+    }
+
+    /// The stats tree as of now.
+    pub fn stats(&self) -> Stats {
+        let instructions = self.core.instructions() - self.base_instructions;
+        let cycles = self.core.cycles() - self.base_cycles;
+        let per_ki = |n: u64| {
+            if instructions == 0 {
+                0.0
+            } else {
+                n as f64 * 1000.0 / instructions as f64
+            }
+        };
+        let mmu = self.mmu.snapshot();
+        let refs = self.mmu.walk_refs.snapshot();
+        let c = &self.mmu.counters;
+        let walks = c.walks;
+        let dram = self.mem.dram.stats().clone();
+        let summary = Summary {
+            ipc: if cycles == 0 {
+                0.0
+            } else {
+                instructions as f64 / cycles as f64
+            },
+            instructions,
+            cycles,
+            l1tlb_mpki: per_ki(c.l1_misses),
+            l2tlb_mpki: per_ki(c.l2_misses),
+            walks,
+            avg_walk_latency: if walks == 0 {
+                0.0
+            } else {
+                c.walk_cycles as f64 / walks as f64
+            },
+            walk_refs_l1: self.mmu.walk_refs.by_level[0],
+            walk_refs_l2: self.mmu.walk_refs.by_level[1],
+            walk_refs_llc: self.mmu.walk_refs.by_level[2],
+            walk_refs_dram: self.mmu.walk_refs.by_level[3],
+            faults: self.os.stats.faults.minor,
+            dram_row_hit_rate: self.mem.dram.row_hit_rate(),
+        };
+        Stats {
+            scheme: self.cfg.scheme.clone(),
+            workload: self.cfg.workload.name().to_string(),
+            summary,
+            core: CoreSnapshot {
+                instructions,
+                cycles,
+                ipc: summary.ipc,
+                stats: self.core.stats.clone(),
+            },
+            mmu,
+            walk: WalkSnapshot {
+                walks,
+                cycles: c.walk_cycles,
+                avg_latency: summary.avg_walk_latency,
+                refs,
+            },
+            cache: CachesSnapshot {
+                l1d: self.mem.cache(Level::L1d).snapshot(),
+                l2: self.mem.cache(Level::L2).snapshot(),
+                llc: self.mem.cache(Level::Llc).snapshot(),
+            },
+            dram,
+            os: self.os.snapshot(),
+            verify: VerifySnapshot {
+                enabled: self.cfg.sim.verify,
+                translations_checked: self.verified,
+            },
+            epochs: self.epochs.clone(),
+        }
+    }
+}
+
+/// Everything a run measured, as one tree; paths like `mmu.l2tlb.unified.misses`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stats {
+    pub scheme: String,
+    pub workload: String,
+    pub summary: Summary,
+    pub core: CoreSnapshot,
+    pub mmu: MmuSnapshot,
+    pub walk: WalkSnapshot,
+    pub cache: CachesSnapshot,
+    pub dram: DramStats,
+    pub os: OsSnapshot,
+    pub verify: VerifySnapshot,
+    pub epochs: Vec<EpochSample>,
+}
+
+impl Stats {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("stats always serialise")
+    }
+}
+
+/// The headline numbers (what the terminal summary prints).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Summary {
+    pub ipc: f64,
+    pub instructions: u64,
+    pub cycles: u64,
+    pub l1tlb_mpki: f64,
+    pub l2tlb_mpki: f64,
+    pub walks: u64,
+    pub avg_walk_latency: f64,
+    pub walk_refs_l1: u64,
+    pub walk_refs_l2: u64,
+    pub walk_refs_llc: u64,
+    pub walk_refs_dram: u64,
+    pub faults: u64,
+    pub dram_row_hit_rate: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CoreSnapshot {
+    pub instructions: u64,
+    pub cycles: u64,
+    pub ipc: f64,
+    #[serde(flatten)]
+    pub stats: CoreStats,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WalkSnapshot {
+    pub walks: u64,
+    pub cycles: u64,
+    pub avg_latency: f64,
+    pub refs: WalkRefSnapshot,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CachesSnapshot {
+    pub l1d: CacheSnapshot,
+    pub l2: CacheSnapshot,
+    pub llc: CacheSnapshot,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct VerifySnapshot {
+    pub enabled: bool,
+    pub translations_checked: u64,
+}
+
+/// One `epoch_instructions` time-series sample (counters are cumulative since warmup).
+#[derive(Clone, Debug, Serialize)]
+pub struct EpochSample {
+    pub instructions: u64,
+    pub cycles: u64,
+    pub l1tlb_misses: u64,
+    pub l2tlb_misses: u64,
+    pub walks: u64,
+    pub faults: u64,
+    pub pt_bytes: u64,
+    pub free_frames: u64,
+}

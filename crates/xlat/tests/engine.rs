@@ -1,0 +1,372 @@
+//! End-to-end checks of the baseline engine against independent reference models and the
+//! counts the papers state.
+
+use std::collections::VecDeque;
+use xlat::addr::{PageSize, VirtAddr};
+use xlat::assoc::Replacement;
+use xlat::config::{self, CacheConfig, TlbConfig};
+use xlat::mem::cache::Cache;
+use xlat::mem::MemKind;
+use xlat::mmu::radix_walker::RadixWalker;
+use xlat::mmu::tlb::Tlb;
+use xlat::mmu::walk::WalkPlan;
+use xlat::os::{MapKind, Os};
+use xlat::pt::radix::RadixPageTable;
+use xlat::rng::Rng;
+use xlat::Simulation;
+
+fn small(extra: &[&str]) -> xlat::SimConfig {
+    let mut ov: Vec<String> = vec![
+        "os.physmem.bytes=2147483648".into(),
+        "os.physmem.fragmentation=0.0".into(),
+        "workload.table_bytes=67108864".into(),
+        "workload.references=200000".into(),
+    ];
+    ov.extend(extra.iter().map(|s| s.to_string()));
+    config::load("baseline-radix", &ov).unwrap()
+}
+
+fn os_for(cfg: &xlat::SimConfig) -> Os {
+    Os::new(&cfg.os, cfg.pt.levels, cfg.seed).unwrap()
+}
+
+fn walk_refs(walker: &mut RadixWalker, os: &Os, va: VirtAddr) -> (usize, Option<PageSize>) {
+    let pt = os
+        .process(0)
+        .unwrap()
+        .pt
+        .as_any()
+        .downcast_ref::<RadixPageTable>()
+        .unwrap();
+    let mut plan = WalkPlan::default();
+    let found = walker.plan(va, 0, pt, &os.store, &mut plan);
+    (plan.refs().len(), found.map(|f| f.1))
+}
+
+#[test]
+fn cold_walks_read_one_entry_per_level_and_pwc_hits_skip_levels() {
+    let cfg = small(&["os.thp=always"]);
+    let mut os = os_for(&cfg);
+    let pid = os.spawn().unwrap();
+    let small_region = os.mmap(pid, 8192, MapKind::Anon).unwrap();
+    let thp_region = os.mmap(pid, 4 << 20, MapKind::Anon).unwrap();
+    let giant = os.mmap(pid, 1 << 30, MapKind::Huge1G).unwrap();
+    assert_eq!(os.fault(pid, small_region).unwrap().1, PageSize::Size4K);
+    assert_eq!(os.fault(pid, thp_region).unwrap().1, PageSize::Size2M);
+    assert_eq!(os.fault(pid, giant).unwrap().1, PageSize::Size1G);
+    let none = |_: ()| RadixWalker::new(&cfg.mmu.pwc);
+    // Cold PWCs: 4 KiB reads 4 entries, 2 MiB 3, 1 GiB 2.
+    assert_eq!(
+        walk_refs(&mut none(()), &os, small_region),
+        (4, Some(PageSize::Size4K))
+    );
+    assert_eq!(
+        walk_refs(&mut none(()), &os, thp_region),
+        (3, Some(PageSize::Size2M))
+    );
+    assert_eq!(
+        walk_refs(&mut none(()), &os, giant),
+        (2, Some(PageSize::Size1G))
+    );
+    // Warm PWCs: the second page of the 4 KiB region hits the PD-entry cache: one reference.
+    let mut w = RadixWalker::new(&cfg.mmu.pwc);
+    walk_refs(&mut w, &os, small_region);
+    os.fault(pid, VirtAddr(small_region.0 + 4096)).unwrap();
+    assert_eq!(
+        walk_refs(&mut w, &os, VirtAddr(small_region.0 + 4096)),
+        (1, Some(PageSize::Size4K))
+    );
+    // The 2 MiB region is in another PD but (16 TiB + small offsets) the same PDPT: a PDPT-entry
+    // cache hit leaves the PD entry only.
+    assert_eq!(
+        walk_refs(&mut w, &os, thp_region),
+        (1, Some(PageSize::Size2M))
+    );
+    assert_eq!(w.pwc_stats[0].hits, 1);
+    // Unmapped address: the walk stops at the first non-present entry.
+    let (n, found) = walk_refs(
+        &mut RadixWalker::new(&cfg.mmu.pwc),
+        &os,
+        VirtAddr(0x10_0000_0000),
+    );
+    assert!(found.is_none() && n >= 1);
+}
+
+#[test]
+fn five_level_cold_walk_reads_five_entries() {
+    let cfg = small(&["pt.levels=5"]);
+    let mut os = os_for(&cfg);
+    let pid = os.spawn().unwrap();
+    let va = os.mmap(pid, 4096, MapKind::Anon).unwrap();
+    os.fault(pid, va).unwrap();
+    assert_eq!(
+        walk_refs(&mut RadixWalker::new(&cfg.mmu.pwc), &os, va),
+        (5, Some(PageSize::Size4K))
+    );
+}
+
+/// Per-set true-LRU reference model.
+struct LruModel {
+    sets: Vec<VecDeque<u64>>,
+    ways: usize,
+    misses: u64,
+}
+
+impl LruModel {
+    fn new(sets: usize, ways: usize) -> LruModel {
+        LruModel {
+            sets: vec![VecDeque::new(); sets],
+            ways,
+            misses: 0,
+        }
+    }
+    fn access(&mut self, key: u64) {
+        let n = self.sets.len();
+        let set = &mut self.sets[(key as usize) % n];
+        if let Some(pos) = set.iter().position(|&k| k == key) {
+            set.remove(pos);
+        } else {
+            self.misses += 1;
+            if set.len() == self.ways {
+                set.pop_back();
+            }
+        }
+        set.push_front(key);
+    }
+}
+
+/// Fully associative LRU by stack distance: a reference misses iff more than `capacity`
+/// distinct keys were touched since its previous use (or it was never used).
+fn stack_distance_misses(trace: &[u64], capacity: usize) -> u64 {
+    let mut stack: Vec<u64> = Vec::new();
+    let mut misses = 0;
+    for &k in trace {
+        match stack.iter().rposition(|&s| s == k) {
+            Some(pos) => {
+                let distance = stack.len() - 1 - pos;
+                if distance >= capacity {
+                    misses += 1;
+                }
+                stack.remove(pos);
+            }
+            None => misses += 1,
+        }
+        stack.push(k);
+    }
+    misses
+}
+
+fn random_pages(seed: u64, n: usize, distinct: u64) -> Vec<u64> {
+    let mut r = Rng::new(seed, 99);
+    // Skewed so that there are both hits and misses at every geometry.
+    (0..n)
+        .map(|_| {
+            if r.unit() < 0.5 {
+                r.below(distinct / 8 + 1)
+            } else {
+                r.below(distinct)
+            }
+        })
+        .collect()
+}
+
+fn tlb_cfg(entries: u32, ways: u32) -> TlbConfig {
+    TlbConfig {
+        entries,
+        ways,
+        latency: 1,
+        replacement: Replacement::Lru,
+        page_sizes: vec![PageSize::Size4K],
+    }
+}
+
+#[test]
+fn tlb_misses_match_lru_reference_models() {
+    for (seed, (entries, ways)) in [(64, 4), (1536, 12), (32, 32), (16, 1)]
+        .into_iter()
+        .enumerate()
+    {
+        let trace = random_pages(seed as u64, 20_000, entries as u64 * 3);
+        let mut tlb = Tlb::new(&tlb_cfg(entries, ways));
+        let mut model = LruModel::new((entries / ways) as usize, ways as usize);
+        for &p in &trace {
+            let va = VirtAddr(p << 12);
+            if tlb.lookup(va, 0).is_none() {
+                tlb.insert(va, 0, xlat::addr::Pfn(p), PageSize::Size4K);
+            }
+            model.access(p);
+        }
+        assert_eq!(
+            tlb.stats.misses, model.misses,
+            "{entries} entries {ways} ways"
+        );
+        if ways == entries {
+            assert_eq!(
+                tlb.stats.misses,
+                stack_distance_misses(&trace, entries as usize)
+            );
+        }
+    }
+}
+
+#[test]
+fn cache_misses_match_lru_reference_models() {
+    for (seed, (size, ways)) in [(32768u64, 8u32), (4096, 64), (65536, 16)]
+        .into_iter()
+        .enumerate()
+    {
+        let sets = (size / 64 / ways as u64) as usize;
+        let trace = random_pages(seed as u64 + 10, 30_000, size / 64 * 3);
+        let mut cache = Cache::new(&CacheConfig {
+            size,
+            ways,
+            latency: 1,
+            replacement: Replacement::Lru,
+        });
+        let mut model = LruModel::new(sets, ways as usize);
+        for &line in &trace {
+            cache.access(line, MemKind::DATA, false);
+            model.access(line);
+        }
+        let misses = cache.stats().by_kind[0].misses;
+        assert_eq!(misses, model.misses, "{size} B {ways} ways");
+        if sets == 1 {
+            assert_eq!(misses, stack_distance_misses(&trace, ways as usize));
+        }
+    }
+}
+
+#[test]
+fn thp_maps_2m_when_contiguity_exists_and_falls_back_when_not() {
+    let cfg = small(&["os.thp=always"]);
+    let mut os = os_for(&cfg);
+    let pid = os.spawn().unwrap();
+    let region = os.mmap(pid, 64 << 20, MapKind::Anon).unwrap();
+    assert_eq!(os.fault(pid, region).unwrap().1, PageSize::Size2M);
+    // Take every remaining block of order >= 9, then give back one 2 MiB block broken into
+    // small pieces: free memory exists but no 2 MiB of it is contiguous.
+    let mut held = Vec::new();
+    while let Some(b) = os.buddy.alloc(9) {
+        held.push(b);
+    }
+    let broken = held.pop().unwrap();
+    os.buddy.free(broken, 9);
+    assert!(os.buddy.alloc_at(broken, 0));
+    assert!(!os.buddy.has_free_block(9));
+    let next = VirtAddr(region.0 + (2 << 20));
+    assert_eq!(os.fault(pid, next).unwrap().1, PageSize::Size4K);
+    assert_eq!(os.stats.faults.thp_fallbacks, 1);
+    // Having a 4 KiB page inside, that 2 MiB range stays 4 KiB even once contiguity returns.
+    os.buddy.free(held.pop().unwrap(), 9);
+    assert_eq!(
+        os.fault(pid, VirtAddr(next.0 + 4096)).unwrap().1,
+        PageSize::Size4K
+    );
+    assert_eq!(
+        os.fault(pid, VirtAddr(region.0 + (4 << 20))).unwrap().1,
+        PageSize::Size2M
+    );
+}
+
+#[test]
+fn munmap_with_shootdown_leaves_no_stale_translation() {
+    for shootdown in [true, false] {
+        let mut sim = Simulation::new(small(&["sim.verify=true"])).unwrap();
+        let pid = 0;
+        let va = sim.os.mmap(pid, 1 << 20, MapKind::Anon).unwrap();
+        let rec = xlat::trace::Record {
+            vaddr: va,
+            pid,
+            size: 8,
+            ..Default::default()
+        };
+        sim.step(&rec).unwrap();
+        let gone = sim.os.munmap(pid, va, 1 << 20).unwrap();
+        assert_eq!(gone.len(), 1);
+        if shootdown {
+            sim.mmu.shootdown(pid, &gone);
+        }
+        let e = sim.step(&rec).unwrap_err().to_string();
+        if shootdown {
+            // The TLB entry is gone, the walk finds nothing, the OS finds no VMA.
+            assert!(e.contains("segmentation fault"), "{e}");
+        } else {
+            // Without the shootdown the TLB serves a stale translation, and verify catches it.
+            assert!(e.contains("translation check failed"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn verify_passes_on_gups_and_stream() {
+    for w in ["gups", "stream"] {
+        let name = format!("workload.name={w}");
+        let cfg = small(&["sim.verify=true", &name, "workload.references=300000"]);
+        let stats = Simulation::new(cfg).unwrap().run(&mut |_, _| {}).unwrap();
+        assert_eq!(stats.workload, w);
+        assert_eq!(stats.verify.translations_checked, 300_000, "{w}");
+        assert_eq!(stats.core.stats.memory_refs, 300_000, "{w}");
+    }
+}
+
+#[test]
+fn same_config_and_seed_give_identical_stats() {
+    let a = Simulation::new(small(&["sim.epoch_instructions=100000"]))
+        .unwrap()
+        .run(&mut |_, _| {})
+        .unwrap();
+    let b = Simulation::new(small(&["sim.epoch_instructions=100000"]))
+        .unwrap()
+        .run(&mut |_, _| {})
+        .unwrap();
+    assert_eq!(a.to_json(), b.to_json());
+    assert!(!a.epochs.is_empty());
+    let c = Simulation::new(small(&["seed=2"]))
+        .unwrap()
+        .run(&mut |_, _| {})
+        .unwrap();
+    assert_ne!(a.summary.cycles, c.summary.cycles);
+}
+
+#[test]
+fn perfect_tlb_never_walks_and_is_faster() {
+    let radix = Simulation::new(small(&[]))
+        .unwrap()
+        .run(&mut |_, _| {})
+        .unwrap();
+    let perfect = Simulation::new(small(&["scheme=perfect-tlb"]))
+        .unwrap()
+        .run(&mut |_, _| {})
+        .unwrap();
+    assert_eq!(perfect.summary.walks, 0);
+    assert!(radix.summary.walks > 0);
+    assert_eq!(radix.summary.faults, perfect.summary.faults);
+    assert!(perfect.summary.cycles < radix.summary.cycles);
+}
+
+#[test]
+fn warmup_resets_statistics() {
+    let full = Simulation::new(small(&[]))
+        .unwrap()
+        .run(&mut |_, _| {})
+        .unwrap();
+    let warm = Simulation::new(small(&["sim.warmup_instructions=400000"]))
+        .unwrap()
+        .run(&mut |_, _| {})
+        .unwrap();
+    assert!(warm.summary.instructions < full.summary.instructions);
+    assert!(warm.summary.faults < full.summary.faults);
+}
+
+#[test]
+fn missing_trace_is_a_clear_error() {
+    let e = xlat::run::resolve(
+        "baseline-radix",
+        &[],
+        Some(std::path::Path::new("/no/such.xtr")),
+    )
+    .and_then(|c| Simulation::new(c).map(|_| ()))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("/no/such.xtr"), "{e}");
+}
