@@ -36,34 +36,43 @@ pub struct Translation {
     pub found: Found,
 }
 
-/// A level of TLB arrays probed in parallel.
+/// A level of TLB arrays probed in parallel. The simulator probes them smallest page size
+/// first and stops at the hit (an entry lives in one array only), which is what parallel
+/// hardware returns, without paying for probes whose result cannot matter.
 struct TlbLevel {
     arrays: Vec<(String, Tlb)>,
     latency: u64,
+    stats: TlbStats,
 }
 
 impl TlbLevel {
     fn new(cfgs: &BTreeMap<String, crate::config::TlbConfig>) -> TlbLevel {
-        let arrays: Vec<(String, Tlb)> = cfgs
+        let mut arrays: Vec<(String, Tlb)> = cfgs
             .iter()
             .filter(|(_, c)| c.entries > 0)
             .map(|(n, c)| (n.clone(), Tlb::new(c)))
             .collect();
+        arrays.sort_by_key(|(_, t)| t.smallest_size());
         let latency = arrays.iter().map(|(_, t)| t.latency()).max().unwrap_or(0);
-        TlbLevel { arrays, latency }
+        TlbLevel {
+            arrays,
+            latency,
+            stats: TlbStats::default(),
+        }
     }
 
     #[inline]
     fn lookup(&mut self, va: VirtAddr, asid: u16) -> Option<(Pfn, PageSize)> {
-        let mut found = None;
+        self.stats.accesses += 1;
         for (_, t) in &mut self.arrays {
             if let Some(hit) = t.lookup(va, asid) {
-                found = Some(hit);
+                self.stats.hits += 1;
+                return Some(hit);
             }
         }
-        found
+        self.stats.misses += 1;
+        None
     }
-
     /// Install a translation in the arrays that hold its size; if none does, splinter it into
     /// the 4 KiB page containing `va` (how a 4K-only TLB caches a piece of a huge page).
     fn fill(&mut self, va: VirtAddr, asid: u16, pfn: Pfn, size: PageSize) {
@@ -95,14 +104,19 @@ impl TlbLevel {
         }
     }
 
-    fn stats(&self) -> BTreeMap<String, TlbStats> {
-        self.arrays
-            .iter()
-            .map(|(n, t)| (n.clone(), t.stats))
-            .collect()
+    fn snapshot(&self) -> TlbLevelSnapshot {
+        TlbLevelSnapshot {
+            total: self.stats,
+            arrays: self
+                .arrays
+                .iter()
+                .map(|(n, t)| (n.clone(), t.stats))
+                .collect(),
+        }
     }
 
     fn reset_stats(&mut self) {
+        self.stats = TlbStats::default();
         self.arrays
             .iter_mut()
             .for_each(|(_, t)| t.stats = TlbStats::default());
@@ -327,9 +341,9 @@ impl Mmu {
 
     pub fn snapshot(&self) -> MmuSnapshot {
         MmuSnapshot {
-            itlb: self.itlb.stats().remove("itlb").unwrap_or_default(),
-            l1tlb: self.l1.stats(),
-            l2tlb: self.l2.stats(),
+            itlb: self.itlb.stats,
+            l1tlb: self.l1.snapshot(),
+            l2tlb: self.l2.snapshot(),
             pwc: match &self.scheme {
                 Scheme::Radix(w) => w.pwc_snapshot(),
                 Scheme::PerfectTlb => BTreeMap::new(),
@@ -343,9 +357,19 @@ impl Mmu {
 #[derive(Clone, Debug, Serialize)]
 pub struct MmuSnapshot {
     pub itlb: TlbStats,
-    pub l1tlb: BTreeMap<String, TlbStats>,
-    pub l2tlb: BTreeMap<String, TlbStats>,
+    pub l1tlb: TlbLevelSnapshot,
+    pub l2tlb: TlbLevelSnapshot,
     pub pwc: BTreeMap<&'static str, radix_walker::PwcStats>,
     #[serde(flatten)]
     pub counters: MmuCounters,
+}
+
+/// Stats of one TLB level: the level as a whole (`accesses`, `hits`, `misses`) and each array
+/// (`<name>.hits` = translations it supplied; it was probed `accesses` times).
+#[derive(Clone, Debug, Serialize)]
+pub struct TlbLevelSnapshot {
+    #[serde(flatten)]
+    pub total: TlbStats,
+    #[serde(flatten)]
+    pub arrays: BTreeMap<String, TlbStats>,
 }

@@ -43,6 +43,10 @@ impl Tlb {
         self.latency
     }
 
+    pub fn smallest_size(&self) -> PageSize {
+        self.sizes[0]
+    }
+
     pub fn holds(&self, size: PageSize) -> bool {
         self.sizes.contains(&size)
     }

@@ -16,6 +16,14 @@ pub struct StreamConfig {
     /// Memory references to emit (three per element).
     #[serde(default = "default_refs")]
     pub references: u64,
+    /// Map the memory before the first reference, as the benchmark's initialisation loop does,
+    /// so page faults are not part of the measured run.
+    #[serde(default = "default_populate")]
+    pub populate: bool,
+}
+
+fn default_populate() -> bool {
+    true
 }
 
 fn default_array() -> u64 {
@@ -52,6 +60,9 @@ impl Stream {
         let mut arrays = [VirtAddr(0); 3];
         for a in &mut arrays {
             *a = os.mmap(pid, cfg.array_bytes, MapKind::Anon)?;
+            if cfg.populate {
+                os.populate(pid, *a, cfg.array_bytes)?;
+            }
         }
         Ok(Stream {
             arrays,
