@@ -45,7 +45,14 @@ impl<V: Copy + Default> SetAssoc<V> {
             policy,
             tags: vec![INVALID; sets * ways],
             values: vec![V::default(); sets * ways],
-            age: vec![0; sets * ways],
+            age: vec![
+                if policy == Replacement::Lru {
+                    0
+                } else {
+                    RRPV_MAX as u64
+                };
+                sets * ways
+            ],
             clock: 0,
         }
     }
@@ -95,27 +102,35 @@ impl<V: Copy + Default> SetAssoc<V> {
         self.find(set, tag).map(|s| &self.values[s])
     }
 
+    /// The slot to fill in `set`. Empty slots carry the age that makes them the first choice
+    /// (LRU stamp 0, SRRIP "distant"), so one pass over the set suffices.
     fn victim(&mut self, set: usize) -> usize {
         let base = set * self.ways;
-        if let Some(w) = self.tags[base..base + self.ways]
-            .iter()
-            .position(|&t| t == INVALID)
-        {
-            return base + w;
-        }
         match self.policy {
             Replacement::Lru => {
                 let ages = &self.age[base..base + self.ways];
-                let (w, _) = ages.iter().enumerate().min_by_key(|(_, &a)| a).unwrap();
-                base + w
+                let mut best = 0;
+                for (w, &a) in ages.iter().enumerate().skip(1) {
+                    if a < ages[best] {
+                        best = w;
+                    }
+                }
+                base + best
             }
             Replacement::Srrip => loop {
                 let ages = &mut self.age[base..base + self.ways];
-                if let Some(w) = ages.iter().position(|&a| a as u8 >= RRPV_MAX) {
+                if let Some(w) = ages.iter().position(|&a| a >= RRPV_MAX as u64) {
                     return base + w;
                 }
                 ages.iter_mut().for_each(|a| *a += 1);
             },
+        }
+    }
+
+    fn empty_age(&self) -> u64 {
+        match self.policy {
+            Replacement::Lru => 0,
+            Replacement::Srrip => RRPV_MAX as u64,
         }
     }
 
@@ -128,6 +143,14 @@ impl<V: Copy + Default> SetAssoc<V> {
             self.touch(slot);
             return None;
         }
+        self.insert_absent(set, tag, value)
+    }
+
+    /// Insert `tag`, known not to be in `set` (right after a missed `lookup`): skips the search.
+    #[inline]
+    pub fn insert_absent(&mut self, set: usize, tag: u64, value: V) -> Option<(u64, V)> {
+        debug_assert!(self.find(set, tag).is_none());
+        debug_assert_ne!(tag, INVALID, "tag u64::MAX is reserved for empty slots");
         let slot = self.victim(set);
         let evicted = (self.tags[slot] != INVALID).then(|| (self.tags[slot], self.values[slot]));
         self.tags[slot] = tag;
@@ -144,6 +167,7 @@ impl<V: Copy + Default> SetAssoc<V> {
         match self.find(set, tag) {
             Some(slot) => {
                 self.tags[slot] = INVALID;
+                self.age[slot] = self.empty_age();
                 true
             }
             None => false,
@@ -152,10 +176,12 @@ impl<V: Copy + Default> SetAssoc<V> {
 
     /// Remove every entry for which `pred(tag, value)` holds; returns how many were removed.
     pub fn invalidate_where(&mut self, mut pred: impl FnMut(u64, &V) -> bool) -> usize {
+        let empty = self.empty_age();
         let mut n = 0;
-        for (t, v) in self.tags.iter_mut().zip(&self.values) {
+        for ((t, v), a) in self.tags.iter_mut().zip(&self.values).zip(&mut self.age) {
             if *t != INVALID && pred(*t, v) {
                 *t = INVALID;
+                *a = empty;
                 n += 1;
             }
         }
@@ -164,6 +190,8 @@ impl<V: Copy + Default> SetAssoc<V> {
 
     pub fn clear(&mut self) {
         self.tags.fill(INVALID);
+        let empty = self.empty_age();
+        self.age.fill(empty);
     }
 
     /// Iterate over valid entries as `(tag, value)`.

@@ -89,9 +89,20 @@ impl Core {
         if n == 0 {
             return self.dispatch_cycle;
         }
-        let total = self.dispatch_slots_used + n;
-        let mut cycle = self.dispatch_cycle + (total - 1) / self.width;
-        let mut used = (total - 1) % self.width + 1;
+        let (mut cycle, mut used) = if n == 1 {
+            // The common case, without a division.
+            if self.dispatch_slots_used < self.width {
+                (self.dispatch_cycle, self.dispatch_slots_used + 1)
+            } else {
+                (self.dispatch_cycle + 1, 1)
+            }
+        } else {
+            let total = self.dispatch_slots_used + n;
+            (
+                self.dispatch_cycle + (total - 1) / self.width,
+                (total - 1) % self.width + 1,
+            )
+        };
         self.instr += n;
         let last = self.instr - 1;
         if last >= self.rob {

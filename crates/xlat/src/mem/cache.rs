@@ -58,7 +58,10 @@ impl Cache {
             return true;
         }
         stat.misses += 1;
-        if let Some((_, victim)) = self.array.insert(set, line, Block { kind, dirty: write }) {
+        if let Some((_, victim)) = self
+            .array
+            .insert_absent(set, line, Block { kind, dirty: write })
+        {
             if victim.dirty {
                 self.stats.writebacks += 1;
             }
