@@ -157,7 +157,7 @@ mod tests {
         let va = VirtAddr(0x4020_1234);
         assert_eq!(
             translate(va, Pfn(0x800), PageSize::Size2M),
-            PhysAddr(0x80_1234 | 0x0)
+            PhysAddr(0x80_1234)
         );
         assert_eq!(
             translate(va, Pfn(0x800), PageSize::Size4K),

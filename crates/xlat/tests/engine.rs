@@ -371,3 +371,17 @@ fn missing_trace_is_a_clear_error() {
     .to_string();
     assert!(e.contains("/no/such.xtr"), "{e}");
 }
+
+#[test]
+fn hugetlb_1g_backs_gups_with_1g_pages() {
+    let cfg = small(&[
+        "workload.table_bytes=1073741824",
+        "workload.hugetlb_1g=true",
+        "sim.verify=true",
+    ]);
+    let stats = Simulation::new(cfg).unwrap().run(&mut |_, _| {}).unwrap();
+    assert_eq!(stats.os.faults.mapped_1g, 1);
+    assert_eq!(stats.os.faults.mapped_4k, 0);
+    // One 1 GiB page fits every TLB: after the first walk, no more.
+    assert_eq!(stats.summary.walks, 1);
+}

@@ -201,6 +201,8 @@ mod tests {
             ("pt.levels=3", "pt.levels"),
             ("scheme=nonsense", "scheme"),
             ("os.physmem.bytes=4096", "os.physmem.bytes"),
+            ("os.physmem.bytes=68719476736", "os.physmem.bytes"),
+            ("dram.banks=12", "dram.banks"),
         ];
         for (ov, key) in cases {
             let e = load("baseline-radix", &[ov.to_string()])

@@ -241,6 +241,17 @@ impl SimConfig {
         self.cache.llc.validate("cache.llc")?;
         self.dram.validate("dram")?;
         self.os.validate("os")?;
+        if let Some(cap) = self.dram.capacity_bytes() {
+            if self.os.physmem.bytes > cap {
+                return Err(Error::config(
+                    "os.physmem.bytes",
+                    format!(
+                        "{} bytes do not fit in the DRAM geometry ({cap} bytes; see dram.rows)",
+                        self.os.physmem.bytes
+                    ),
+                ));
+            }
+        }
         if !(self.pt.levels == 4 || self.pt.levels == 5) {
             return Err(Error::config(
                 "pt.levels",

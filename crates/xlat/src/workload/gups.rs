@@ -25,6 +25,10 @@ pub struct GupsConfig {
     /// so page faults are not part of the measured run.
     #[serde(default = "default_populate")]
     pub populate: bool,
+    /// Back the memory with explicit 1 GiB pages (`MAP_HUGETLB | MAP_HUGE_1GB`); falls back to
+    /// smaller pages where no free 1 GiB block exists.
+    #[serde(default)]
+    pub hugetlb_1g: bool,
 }
 
 fn default_populate() -> bool {
@@ -66,7 +70,15 @@ pub struct Gups {
 
 impl Gups {
     pub fn new(cfg: &GupsConfig, os: &mut Os, pid: u16, seed: u64) -> Result<Gups> {
-        let base = os.mmap(pid, cfg.table_bytes, MapKind::Anon)?;
+        let base = os.mmap(
+            pid,
+            cfg.table_bytes,
+            if cfg.hugetlb_1g {
+                MapKind::Huge1G
+            } else {
+                MapKind::Anon
+            },
+        )?;
         if cfg.populate {
             os.populate(pid, base, cfg.table_bytes)?;
         }

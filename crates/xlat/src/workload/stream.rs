@@ -20,6 +20,10 @@ pub struct StreamConfig {
     /// so page faults are not part of the measured run.
     #[serde(default = "default_populate")]
     pub populate: bool,
+    /// Back the memory with explicit 1 GiB pages (`MAP_HUGETLB | MAP_HUGE_1GB`); falls back to
+    /// smaller pages where no free 1 GiB block exists.
+    #[serde(default)]
+    pub hugetlb_1g: bool,
 }
 
 fn default_populate() -> bool {
@@ -59,7 +63,15 @@ impl Stream {
     pub fn new(cfg: &StreamConfig, os: &mut Os, pid: u16) -> Result<Stream> {
         let mut arrays = [VirtAddr(0); 3];
         for a in &mut arrays {
-            *a = os.mmap(pid, cfg.array_bytes, MapKind::Anon)?;
+            *a = os.mmap(
+                pid,
+                cfg.array_bytes,
+                if cfg.hugetlb_1g {
+                    MapKind::Huge1G
+                } else {
+                    MapKind::Anon
+                },
+            )?;
             if cfg.populate {
                 os.populate(pid, *a, cfg.array_bytes)?;
             }
