@@ -385,3 +385,13 @@ fn hugetlb_1g_backs_gups_with_1g_pages() {
     // One 1 GiB page fits every TLB: after the first walk, no more.
     assert_eq!(stats.summary.walks, 1);
 }
+
+#[test]
+fn booted_memory_has_the_requested_fragmentation() {
+    for target in [0.0, 0.4, 0.7] {
+        let cfg = small(&[&format!("os.physmem.fragmentation={target}"), "workload.references=1000"]);
+        let stats = Simulation::new(cfg).unwrap().run(&mut |_, _| {}).unwrap();
+        let fmfi = stats.os.physmem.fmfi_initial;
+        assert!((fmfi - target).abs() <= 0.05, "target {target}, measured {fmfi}");
+    }
+}
