@@ -389,9 +389,61 @@ fn hugetlb_1g_backs_gups_with_1g_pages() {
 #[test]
 fn booted_memory_has_the_requested_fragmentation() {
     for target in [0.0, 0.4, 0.7] {
-        let cfg = small(&[&format!("os.physmem.fragmentation={target}"), "workload.references=1000"]);
+        let cfg = small(&[
+            &format!("os.physmem.fragmentation={target}"),
+            "workload.references=1000",
+        ]);
         let stats = Simulation::new(cfg).unwrap().run(&mut |_, _| {}).unwrap();
         let fmfi = stats.os.physmem.fmfi_initial;
-        assert!((fmfi - target).abs() <= 0.05, "target {target}, measured {fmfi}");
+        assert!(
+            (fmfi - target).abs() <= 0.05,
+            "target {target}, measured {fmfi}"
+        );
     }
+}
+
+#[test]
+fn replaying_a_recorded_workload_gives_identical_results() {
+    use xlat::trace::native::XtrWriter;
+    let gen_cfg = small(&["workload.populate=false", "workload.references=100000"]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gups.xtr");
+    // Record: the generator's records, written to a trace.
+    let mut os = Os::new(&gen_cfg.os, gen_cfg.pt.levels, gen_cfg.seed).unwrap();
+    let mut source = xlat::workload::build(&gen_cfg.workload, &mut os, gen_cfg.seed).unwrap();
+    let mut meta = serde_json::Map::new();
+    meta.insert("workload".into(), "gups".into());
+    let mut w = XtrWriter::create(&path, meta).unwrap();
+    let mut buf = Vec::with_capacity(1000);
+    loop {
+        source.fill(&mut buf).unwrap();
+        if buf.is_empty() {
+            break;
+        }
+        w.write_all(&buf).unwrap();
+    }
+    assert_eq!(w.finish().unwrap(), 100_000);
+    // Replay it (demand paging over the whole address space) and compare with the generator.
+    let trace_cfg = xlat::run::resolve("baseline-radix", &small_overrides(), Some(&path)).unwrap();
+    let from_trace = Simulation::new(trace_cfg)
+        .unwrap()
+        .run(&mut |_, _| {})
+        .unwrap();
+    let from_gen = Simulation::new(gen_cfg)
+        .unwrap()
+        .run(&mut |_, _| {})
+        .unwrap();
+    assert_eq!(from_trace.workload, "trace");
+    assert_eq!(
+        serde_json::to_string(&from_trace.summary).unwrap(),
+        serde_json::to_string(&from_gen.summary).unwrap()
+    );
+    assert!(from_trace.summary.faults > 0);
+}
+
+fn small_overrides() -> Vec<String> {
+    vec![
+        "os.physmem.bytes=2147483648".into(),
+        "os.physmem.fragmentation=0.0".into(),
+    ]
 }

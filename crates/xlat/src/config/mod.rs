@@ -168,7 +168,7 @@ impl TlbConfig {
         }
         nonzero(format!("{path}.ways"), self.ways as u64)?;
         nonzero(format!("{path}.latency"), self.latency as u64)?;
-        if self.entries % self.ways != 0 {
+        if !self.entries.is_multiple_of(self.ways) {
             return Err(Error::config(
                 format!("{path}.entries"),
                 format!(
@@ -201,7 +201,11 @@ impl CacheConfig {
         nonzero(format!("{path}.ways"), self.ways as u64)?;
         nonzero(format!("{path}.latency"), self.latency as u64)?;
         let line_sets = self.size / crate::addr::LINE_BYTES;
-        if self.size % (crate::addr::LINE_BYTES * self.ways as u64) != 0 || line_sets == 0 {
+        if !self
+            .size
+            .is_multiple_of(crate::addr::LINE_BYTES * self.ways as u64)
+            || line_sets == 0
+        {
             return Err(Error::config(
                 format!("{path}.size"),
                 format!(

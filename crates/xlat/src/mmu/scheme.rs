@@ -20,6 +20,8 @@ pub const SCHEMES: &[(&str, &str)] = &[
     ),
 ];
 
+// One `Scheme` per MMU, held inline so the hot path has no indirection; size is irrelevant.
+#[allow(clippy::large_enum_variant)]
 pub enum Scheme {
     Radix(RadixWalker),
     PerfectTlb,

@@ -39,7 +39,7 @@ fn default_refs() -> u64 {
 
 impl StreamConfig {
     pub fn validate(&self, path: &str) -> Result<()> {
-        if self.array_bytes < 8 || self.array_bytes % 8 != 0 {
+        if self.array_bytes < 8 || !self.array_bytes.is_multiple_of(8) {
             return Err(Error::config(
                 format!("{path}.array_bytes"),
                 format!("must be a positive multiple of 8, got {}", self.array_bytes),
