@@ -17,6 +17,7 @@ pub mod pt;
 pub mod rng;
 pub mod run;
 pub mod sim;
+pub mod stats;
 pub mod trace;
 pub mod workload;
 

@@ -1,0 +1,95 @@
+//! The statistics of a run: one serde tree whose paths name every counter
+//! (`mmu.l2tlb.unified.hits`, `walk.refs.by_level.dram`, `cache.llc.translation_fraction`,
+//! `dram.translation.row_hits`, `os.faults.minor`, ...), plus the `epochs` time series.
+//! Components own their counters; this module assembles the tree the run writes as JSON.
+
+use crate::core::CoreStats;
+use crate::mem::cache::CacheSnapshot;
+use crate::mem::dram::DramStats;
+use crate::mmu::walk::WalkRefSnapshot;
+use crate::mmu::MmuSnapshot;
+use crate::os::OsSnapshot;
+use serde::Serialize;
+
+/// Everything a run measured, as one tree; paths like `mmu.l2tlb.unified.misses`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stats {
+    pub scheme: String,
+    pub workload: String,
+    pub summary: Summary,
+    pub core: CoreSnapshot,
+    pub mmu: MmuSnapshot,
+    pub walk: WalkSnapshot,
+    pub cache: CachesSnapshot,
+    pub dram: DramStats,
+    pub os: OsSnapshot,
+    pub verify: VerifySnapshot,
+    pub epochs: Vec<EpochSample>,
+}
+
+impl Stats {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("stats always serialise")
+    }
+}
+
+/// The headline numbers (what the terminal summary prints).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Summary {
+    pub ipc: f64,
+    pub instructions: u64,
+    pub cycles: u64,
+    pub l1tlb_mpki: f64,
+    pub l2tlb_mpki: f64,
+    pub walks: u64,
+    pub avg_walk_latency: f64,
+    pub walk_refs_l1: u64,
+    pub walk_refs_l2: u64,
+    pub walk_refs_llc: u64,
+    pub walk_refs_dram: u64,
+    pub faults: u64,
+    pub dram_row_hit_rate: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CoreSnapshot {
+    pub instructions: u64,
+    pub cycles: u64,
+    pub ipc: f64,
+    #[serde(flatten)]
+    pub stats: CoreStats,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WalkSnapshot {
+    pub walks: u64,
+    pub cycles: u64,
+    pub avg_latency: f64,
+    pub refs: WalkRefSnapshot,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CachesSnapshot {
+    pub l1d: CacheSnapshot,
+    pub l2: CacheSnapshot,
+    pub llc: CacheSnapshot,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct VerifySnapshot {
+    pub enabled: bool,
+    pub translations_checked: u64,
+}
+
+/// One `epoch_instructions` time-series sample (counters are cumulative since warmup).
+#[derive(Clone, Debug, Serialize)]
+pub struct EpochSample {
+    pub instructions: u64,
+    pub cycles: u64,
+    pub l1tlb_misses: u64,
+    pub l2tlb_misses: u64,
+    pub walks: u64,
+    pub faults: u64,
+    pub pt_bytes: u64,
+    pub free_frames: u64,
+}
