@@ -1,0 +1,492 @@
+"""The ``xlat`` command line.
+
+::
+
+    xlat run      [--config NAME|FILE] [--workload NAME | --trace FILE] [--set KEY=VALUE]...
+                  [--verify] [--refs N] [--out DIR] [--no-progress] [--json]
+    xlat compare  --config A --config B [...] [same options as run] [--jobs N]
+    xlat bench    [--refs N] [--workload NAME]... [--json]
+    xlat presets  [list | show NAME]
+    xlat config   [--config NAME|FILE] [--workload NAME] [--set KEY=VALUE]... [--verify] [--refs N]
+
+Every error of the engine or of the command line is printed as ``xlat: error: <message>`` on
+stderr with exit status 2, without a Python traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from . import api
+from .summary import format_comparison, format_summary, speedup
+
+__all__ = ["CliError", "build_parser", "main", "parse_count"]
+
+#: Exit status for user errors (bad option, bad config, engine error), as argparse uses.
+EXIT_USAGE = 2
+#: Exit status when the engine panicked (a bug in xlat).
+EXIT_INTERNAL = 70
+#: Default number of references for ``xlat bench``.
+BENCH_REFS = 5_000_000
+
+
+class CliError(Exception):
+    """A user error detected by the command line itself (printed as ``xlat: error: ...``)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Argument helpers
+# --------------------------------------------------------------------------------------------
+
+_COUNT = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)\s*$")
+_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+
+
+def parse_count(text: str) -> int:
+    """Parse a positive count such as ``5000000``, ``5_000_000``, ``5e6``, ``5M``, ``200k``.
+
+    Suffixes are decimal: ``k`` = 10^3, ``M`` = 10^6, ``G`` = 10^9.
+
+    Raises:
+        argparse.ArgumentTypeError: if ``text`` is not a positive whole number.
+    """
+    match = _COUNT.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"invalid count {text!r} (examples: 1000000, 1_000_000, 1e6, 1M, 200k)"
+        )
+    number, suffix = match.groups()
+    number = number.replace("_", "")
+    scale = _SUFFIX[suffix.lower()]
+    if re.fullmatch(r"[0-9]+", number):
+        value = int(number) * scale
+    else:
+        as_float = float(number) * scale
+        if not math.isfinite(as_float) or as_float != int(as_float):
+            raise argparse.ArgumentTypeError(f"invalid count {text!r}: not a whole number")
+        value = int(as_float)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"invalid count {text!r}: must be positive")
+    return value
+
+
+def _config_label(config: str) -> str:
+    """A short name for a config: the preset name, or the stem of a config file."""
+    if config.endswith(".toml") or os.sep in config or (os.altsep and os.altsep in config):
+        stem = os.path.splitext(os.path.basename(config))[0]
+        return stem or config
+    return config
+
+
+def _unique_labels(configs: Sequence[str]) -> list[str]:
+    labels: list[str] = []
+    for config in configs:
+        label = _config_label(config)
+        candidate, n = label, 2
+        while candidate in labels:
+            candidate, n = f"{label}-{n}", n + 1
+        labels.append(candidate)
+    return labels
+
+
+def _overrides(args: argparse.Namespace) -> list[str]:
+    """The raw ``key=value`` overrides of the shortcut options and ``--set`` (applied last)."""
+    result: list[str] = []
+    if getattr(args, "refs", None) is not None:
+        result.append(f"workload.references={args.refs}")
+    if getattr(args, "verify", False):
+        result.append("sim.verify=true")
+    for entry in getattr(args, "set", None) or []:
+        key, sep, _value = entry.partition("=")
+        if not sep or not key.strip():
+            raise CliError(
+                f"--set expects KEY=VALUE (e.g. --set mmu.l2tlb.entries=2048), got {entry!r}"
+            )
+        result.append(entry)
+    return result
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    if getattr(args, "no_progress", False):
+        return False
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text if text.endswith("\n") else text + "\n")
+
+
+def _print(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Subcommands
+# --------------------------------------------------------------------------------------------
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    overrides = _overrides(args)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    text = api.run_json(
+        args.config,
+        args.workload,
+        trace=args.trace,
+        out=args.out,
+        progress=_progress(args),
+        overrides=overrides,
+    )
+    if args.json:
+        _print(text)
+        summary = None
+    else:
+        summary = format_summary(json.loads(text))
+        _print(summary)
+    if args.out:
+        if summary is None:
+            summary = format_summary(json.loads(text))
+        _write_text(os.path.join(args.out, "summary.txt"), summary)
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    configs: list[str] = args.config
+    if len(configs) < 2:
+        raise CliError("compare needs at least two --config options (the first is the baseline)")
+    overrides = _overrides(args)
+    labels = _unique_labels(configs)
+    outs: list[str | None] = [None] * len(configs)
+    if args.out:
+        outs = [os.path.join(args.out, label) for label in labels]
+        for out in outs:
+            os.makedirs(out, exist_ok=True)
+    jobs = max(1, min(args.jobs, len(configs)))
+    # Several progress bars drawn at once on one terminal would garble each other.
+    progress = _progress(args) and jobs == 1
+
+    def one(i: int) -> str:
+        return api.run_json(
+            configs[i],
+            args.workload,
+            trace=args.trace,
+            out=outs[i],
+            progress=progress,
+            overrides=overrides,
+        )
+
+    if jobs == 1:
+        texts = [one(i) for i in range(len(configs))]
+    else:
+        # The engine releases the GIL while it simulates, so threads run in parallel.
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            texts = list(pool.map(one, range(len(configs))))
+    runs = [(label, json.loads(text)) for label, text in zip(labels, texts)]
+
+    report = {
+        "baseline": labels[0],
+        "runs": [
+            {
+                "label": label,
+                "config": config,
+                "cycles": stats.get("summary", {}).get("cycles"),
+                "speedup": _json_float(speedup(runs[0][1], stats)),
+                "stats": stats,
+            }
+            for config, (label, stats) in zip(configs, runs)
+        ],
+    }
+    summary = format_comparison(runs)
+    _print(json.dumps(report, indent=2) if args.json else summary)
+    if args.out:
+        for out, (label, stats) in zip(outs, runs):
+            assert out is not None
+            _write_text(os.path.join(out, "summary.txt"), format_summary(stats, title=label))
+        compact = dict(report)
+        compact["runs"] = [{k: v for k, v in r.items() if k != "stats"} for r in report["runs"]]
+        _write_text(os.path.join(args.out, "compare.json"), json.dumps(compact, indent=2))
+        _write_text(os.path.join(args.out, "summary.txt"), summary)
+    return 0
+
+
+def _json_float(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def _human_rate(rate: float) -> str:
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if rate >= scale:
+            return f"{rate / scale:.2f} {unit}"
+    return f"{rate:.0f}"
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    workloads = args.workload or ["gups", "stream"]
+    results = [api.bench(workload, args.refs) for workload in workloads]
+    if args.json:
+        _print(json.dumps(results, indent=2))
+        return 0
+    lines = [f"xlat bench: baseline-radix, {args.refs:,} references per workload"]
+    lines.append(f"  {'workload':<12}{'seconds':>10}{'refs/s':>16}")
+    for r in results:
+        rate = float(r.get("refs_per_second", math.nan))
+        seconds = float(r.get("seconds", math.nan))
+        rate_text = f"{rate:,.0f}" if math.isfinite(rate) else "n/a"
+        human = f"  ({_human_rate(rate)}refs/s)" if math.isfinite(rate) else ""
+        lines.append(f"  {str(r.get('workload', '?')):<12}{seconds:>10.3f}{rate_text:>16}{human}")
+    _print("\n".join(lines))
+    return 0
+
+
+def _cmd_presets(args: argparse.Namespace) -> int:
+    if args.presets_command == "show":
+        _print(api.preset_text(args.name))
+    else:
+        _print("\n".join(api.presets()))
+    return 0
+
+
+def _cmd_config(args: argparse.Namespace) -> int:
+    _print(api.resolve_config(args.config, args.workload, overrides=_overrides(args)))
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Parser
+# --------------------------------------------------------------------------------------------
+
+
+def _add_system_options(p: argparse.ArgumentParser, *, multi: bool, trace: bool) -> None:
+    """Options that choose and modify the simulated system."""
+    if multi:
+        p.add_argument(
+            "-c",
+            "--config",
+            action="append",
+            required=True,
+            metavar="NAME|FILE",
+            help="preset name or TOML config file; repeat for each system, the first is the "
+            "baseline",
+        )
+    else:
+        p.add_argument(
+            "-c",
+            "--config",
+            default=api.DEFAULT_CONFIG,
+            metavar="NAME|FILE",
+            help=f"preset name or TOML config file (default: {api.DEFAULT_CONFIG})",
+        )
+    source = p.add_mutually_exclusive_group() if trace else p
+    source.add_argument(
+        "-w",
+        "--workload",
+        metavar="NAME",
+        help="built-in workload (gups, stream); sets workload.name",
+    )
+    if trace:
+        source.add_argument("--trace", metavar="FILE", help="run this trace file instead")
+    p.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, VALUE a TOML literal (bare words are strings); "
+        "repeatable, applied last, in order",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="check every translation against the OS's ground truth (= --set sim.verify=true)",
+    )
+    p.add_argument(
+        "--refs",
+        type=parse_count,
+        metavar="N",
+        help="number of memory references to simulate, e.g. 5M (= --set workload.references=N)",
+    )
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-o",
+        "--out",
+        metavar="DIR",
+        help="write stats.json, config.toml (the resolved config) and summary.txt here",
+    )
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="do not draw a progress bar (it is drawn only when stderr is a terminal)",
+    )
+    p.add_argument("--json", action="store_true", help="print the statistics as JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``xlat`` command."""
+    parser = argparse.ArgumentParser(
+        prog="xlat",
+        description="xlat: fast, unified simulator of virtual-memory address translation.",
+        epilog="Run 'xlat COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument("-V", "--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser(
+        "run",
+        help="simulate one system and print a summary",
+        description="Simulate one system on a workload or trace and print a summary of its "
+        "statistics.",
+    )
+    _add_system_options(p, multi=False, trace=True)
+    _add_output_options(p)
+    p.set_defaults(handler=_cmd_run)
+
+    p = sub.add_parser(
+        "compare",
+        help="simulate several systems on the same workload; print speed-ups",
+        description="Simulate several systems (--config, repeated) on the same workload with "
+        "the same overrides, print each summary and the speed-up of each over the first "
+        "(first's cycles / its cycles). With --out DIR, each run goes to DIR/<name>/.",
+    )
+    _add_system_options(p, multi=True, trace=True)
+    _add_output_options(p)
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=parse_count,
+        default=1,
+        metavar="N",
+        help="run up to N simulations at once (default 1; progress bars off when N > 1)",
+    )
+    p.set_defaults(handler=_cmd_compare)
+
+    p = sub.add_parser(
+        "bench",
+        help="measure simulation speed (references per second)",
+        description="Run built-in workloads on baseline-radix and print references/second.",
+    )
+    p.add_argument(
+        "--refs",
+        type=parse_count,
+        default=BENCH_REFS,
+        metavar="N",
+        help=f"references per workload (default {BENCH_REFS:,})",
+    )
+    p.add_argument(
+        "-w",
+        "--workload",
+        action="append",
+        metavar="NAME",
+        help="workload to measure, repeatable (default: gups and stream)",
+    )
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(handler=_cmd_bench)
+
+    p = sub.add_parser(
+        "presets",
+        help="list the built-in presets, or show one",
+        description="List the built-in presets ('xlat presets'), or print one "
+        "('xlat presets show NAME').",
+    )
+    psub = p.add_subparsers(dest="presets_command", metavar="{list,show}")
+    psub.add_parser("list", help="list preset names (the default)")
+    show = psub.add_parser("show", help="print the TOML of a preset")
+    show.add_argument("name", metavar="NAME", help="preset name")
+    p.set_defaults(handler=_cmd_presets)
+
+    p = sub.add_parser(
+        "config",
+        help="print the resolved config (presets expanded, overrides applied)",
+        description="Print the fully resolved TOML config of a preset or file with the given "
+        "overrides: what a run would save as config.toml.",
+    )
+    _add_system_options(p, multi=False, trace=False)
+    p.set_defaults(handler=_cmd_config)
+
+    return parser
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+
+
+def _error(message: str, status: int = EXIT_USAGE) -> int:
+    sys.stderr.write(f"xlat: error: {message}\n")
+    return status
+
+
+def _is_engine_error(exc: BaseException) -> bool:
+    try:
+        error_type = getattr(api.engine(), "XlatError", None)
+    except ImportError:
+        return False
+    return isinstance(error_type, type) and isinstance(exc, error_type)
+
+
+def _version() -> str:
+    try:
+        return f"xlat {api.engine().__version__}"
+    except ImportError:
+        try:
+            from importlib.metadata import version
+
+            return f"xlat {version('xlat')} (engine not built)"
+        except Exception:
+            return "xlat (version unknown: engine not built)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``xlat`` command line with ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 on success, 2 on any user or engine error (message on stderr, no
+        traceback), 70 if the engine panicked (a bug), 130 on Ctrl-C.
+    """
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.version:
+        _print(_version())
+        return 0
+    if args.command is None:
+        parser.error("a command is required (run, compare, bench, presets, config)")
+    try:
+        return int(args.handler(args))
+    except (CliError, api.OverrideError, api.EngineMissingError) as exc:
+        return _error(str(exc))
+    except BrokenPipeError:
+        # Output piped into e.g. `head`: not an error. Silence the flush at interpreter exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        return _error(str(exc))
+    except KeyboardInterrupt:
+        sys.stderr.write("xlat: interrupted\n")
+        return 130
+    except BaseException as exc:
+        if _is_engine_error(exc):
+            return _error(str(exc))
+        if type(exc).__name__ == "PanicException":
+            return _error(
+                f"internal error in the engine: {exc} (this is a bug in xlat; please report it "
+                "with the command you ran)",
+                EXIT_INTERNAL,
+            )
+        raise
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,357 @@
+"""The Python API: override conversion (pure Python) and runs of the real engine (``engine``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+import xlat
+from support import TINY_GUPS, FakeCore
+from xlat.api import OverrideError, build_overrides, override_key, to_toml_literal
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    tomllib = None
+
+#: A valid L2 TLB geometry whatever the preset's associativity (2048 / 8 = 256 sets).
+L2TLB_2048 = {"mmu.l2tlb.entries": 2048, "mmu.l2tlb.ways": 8}
+
+needs_tomllib = pytest.mark.skipif(tomllib is None, reason="tomllib needs Python 3.11+")
+
+SUMMARY_KEYS = {
+    "ipc",
+    "instructions",
+    "cycles",
+    "l1tlb_mpki",
+    "l2tlb_mpki",
+    "walks",
+    "avg_walk_latency",
+    "walk_refs_l1",
+    "walk_refs_l2",
+    "walk_refs_llc",
+    "walk_refs_dram",
+    "faults",
+    "dram_row_hit_rate",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Override conversion (no engine needed)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("mmu__l2tlb__entries", "mmu.l2tlb.entries"),
+        ("workload__table_bytes", "workload.table_bytes"),
+        ("sim__verify", "sim.verify"),
+        ("seed", "seed"),
+    ],
+)
+def test_override_key(name: str, key: str) -> None:
+    assert override_key(name) == key
+
+
+@pytest.mark.parametrize("name", ["", "__x", "x__", "mmu____entries"])
+def test_override_key_rejects_empty_levels(name: str) -> None:
+    with pytest.raises(OverrideError):
+        override_key(name)
+
+
+class _NumpyLikeScalar:
+    """Behaves like a NumPy scalar: not a Python number, but has ``item()``."""
+
+    def __init__(self, value: object) -> None:
+        self._value = value
+
+    def item(self) -> object:
+        return self._value
+
+
+@pytest.mark.parametrize(
+    ("value", "literal"),
+    [
+        (True, "true"),
+        (False, "false"),
+        (0, "0"),
+        (2048, "2048"),
+        (-3, "-3"),
+        (4294967296, "4294967296"),
+        (0.5, "0.5"),
+        (3.0, "3.0"),
+        (1e20, "1e+20"),
+        (1e-05, "1e-05"),
+        (math.inf, "inf"),
+        (-math.inf, "-inf"),
+        (math.nan, "nan"),
+        ("lru", '"lru"'),
+        ("", '""'),
+        ('say "hi"', '"say \\"hi\\""'),
+        ("a\\b", '"a\\\\b"'),
+        ("line\nnext\ttab", '"line\\nnext\\ttab"'),
+        ("\x01", '"\\u0001"'),
+        ("ünïcødé", '"ünïcødé"'),
+        (Path("/tmp/x.xtr"), '"/tmp/x.xtr"'),
+        ([1, 2, 3], "[1, 2, 3]"),
+        ((True, "x"), '[true, "x"]'),
+        ([], "[]"),
+        ({"a": 1, "b c": "d"}, '{ a = 1, "b c" = "d" }'),
+        ({}, "{}"),
+        (_NumpyLikeScalar(7), "7"),
+        (_NumpyLikeScalar(True), "true"),
+    ],
+)
+def test_to_toml_literal(value: object, literal: str) -> None:
+    assert to_toml_literal(value) == literal
+
+
+@pytest.mark.parametrize("value", [None, object(), b"bytes", {1, 2}, [None]])
+def test_to_toml_literal_rejects(value: object) -> None:
+    with pytest.raises(OverrideError):
+        to_toml_literal(value)
+
+
+@needs_tomllib
+def test_toml_literals_round_trip() -> None:
+    """Every literal we produce parses back (with tomllib) to the value it came from."""
+    rng = random.Random(1234)
+    alphabet = [chr(c) for c in range(0, 0x80)] + ["é", "ß", "€", "日", "\U0001f600"]
+    values: list[object] = [True, False, 0, -1, 2**63 - 1, 0.1, -2.5e-300, 6.02e23]
+    for _ in range(300):
+        values.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 20))))
+        values.append(rng.randint(-(2**62), 2**62))
+        values.append(rng.uniform(-1e6, 1e6))
+    values.append([1, [2, 3], {"k": "v"}])
+    values.append({"nested": {"x": [1.5, "y"]}, "weird key": True})
+    for value in values:
+        literal = to_toml_literal(value)
+        assert tomllib.loads(f"x = {literal}")["x"] == value, literal
+
+
+def test_build_overrides_order_and_forms() -> None:
+    assert build_overrides(
+        "gups",
+        {"sim.verify": True, "workload.table_bytes": 4 << 30},
+        mmu__l2tlb__entries=2048,
+        mmu__l2tlb__policy="lru",
+    ) == [
+        'workload.name="gups"',
+        "sim.verify=true",
+        "workload.table_bytes=4294967296",
+        "mmu.l2tlb.entries=2048",
+        'mmu.l2tlb.policy="lru"',
+    ]
+
+
+def test_build_overrides_raw_strings_pass_verbatim() -> None:
+    raw = ["mmu.l2tlb.entries=2048", "workload.name=gups", "x.y=[1, 2]"]
+    assert build_overrides(overrides=raw) == raw
+    assert build_overrides(overrides=iter(raw)) == raw
+
+
+def test_build_overrides_empty() -> None:
+    assert build_overrides() == []
+    assert build_overrides(None, None) == []
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    ["mmu.l2tlb.entries=2048", ["no-equals-sign"], ["=value"], [42], {"": 1}, {"a..b": 1}],
+)
+def test_build_overrides_rejects_bad_overrides(overrides: object) -> None:
+    with pytest.raises(OverrideError):
+        build_overrides(overrides=overrides)  # type: ignore[arg-type]
+
+
+def test_build_overrides_rejects_bad_workload() -> None:
+    with pytest.raises(OverrideError):
+        build_overrides("")
+
+
+def test_override_error_is_value_error() -> None:
+    assert issubclass(OverrideError, ValueError)
+
+
+def test_run_passes_arguments_to_engine(fake_core: FakeCore, tmp_path: Path) -> None:
+    stats = xlat.run(
+        Path("my.toml"),
+        "stream",
+        trace=tmp_path / "t.xtr",
+        out=tmp_path,
+        progress=True,
+        overrides={"sim.seed": 7},
+        mmu__l2tlb__entries=2048,
+    )
+    assert stats["summary"]["instructions"] == 1_000_000
+    name, args = fake_core.calls[-1]
+    assert name == "run"
+    config, overrides, trace, out, progress = args
+    assert config == "my.toml"
+    assert overrides == ['workload.name="stream"', "sim.seed=7", "mmu.l2tlb.entries=2048"]
+    assert trace == str(tmp_path / "t.xtr")
+    assert out == str(tmp_path)
+    assert progress is True
+
+
+def test_run_defaults(fake_core: FakeCore) -> None:
+    xlat.run()
+    assert fake_core.calls[-1] == ("run", ("baseline-radix", [], None, None, False))
+
+
+def test_run_json_returns_engine_text(fake_core: FakeCore) -> None:
+    text = xlat.run_json("perfect-tlb", "gups")
+    assert json.loads(text)["scheme"] == "perfect-tlb"
+
+
+def test_resolve_presets_bench_wrappers(fake_core: FakeCore) -> None:
+    assert "sim.verify=true" in xlat.resolve_config("baseline-radix", sim__verify=True)
+    assert xlat.presets() == ["baseline-radix", "perfect-tlb", "mehpt-radix"]
+    assert "preset perfect-tlb" in xlat.preset_text("perfect-tlb")
+    result = xlat.bench("gups", 1000)
+    assert result["references"] == 1000
+    assert fake_core.calls[-1] == ("bench", ("gups", 1000))
+    with pytest.raises(ValueError):
+        xlat.bench("gups", 0)
+    with pytest.raises(TypeError):
+        xlat.bench("gups", 1.5)  # type: ignore[arg-type]
+
+
+def test_xlat_error_comes_from_engine(fake_core: FakeCore) -> None:
+    assert xlat.XlatError is fake_core.XlatError
+    from xlat import XlatError
+
+    assert XlatError is fake_core.XlatError
+
+
+def test_unknown_attribute() -> None:
+    with pytest.raises(AttributeError):
+        _ = xlat.no_such_thing  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------------------------
+# The real engine
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.engine
+def test_engine_version() -> None:
+    assert isinstance(xlat.__version__, str) and xlat.__version__
+    assert issubclass(xlat.XlatError, Exception)
+
+
+@pytest.mark.engine
+def test_run_gups_tiny() -> None:
+    stats = xlat.run("baseline-radix", "gups", overrides=TINY_GUPS)
+    summary = stats["summary"]
+    assert SUMMARY_KEYS <= set(summary), SUMMARY_KEYS - set(summary)
+    assert summary["instructions"] > 0
+    assert summary["cycles"] > 0
+    assert summary["walks"] > 0
+    assert isinstance(stats["scheme"], str) and stats["scheme"]
+    assert "gups" in stats["workload"]
+    assert 0.0 <= summary["dram_row_hit_rate"] <= 1.0
+    # The summary is printable.
+    assert "IPC" in xlat.format_summary(stats)
+
+
+@pytest.mark.engine
+def test_run_stream_tiny() -> None:
+    stats = xlat.run("baseline-radix", "stream", workload__references=50_000)
+    assert stats["summary"]["instructions"] > 0
+    assert "stream" in stats["workload"]
+
+
+@pytest.mark.engine
+def test_run_with_verify() -> None:
+    stats = xlat.run("baseline-radix", "gups", overrides=TINY_GUPS, sim__verify=True)
+    assert stats["summary"]["instructions"] > 0
+
+
+@pytest.mark.engine
+def test_perfect_tlb_never_walks_and_is_faster() -> None:
+    base = xlat.run("baseline-radix", "gups", overrides=TINY_GUPS)
+    perfect = xlat.run("perfect-tlb", "gups", overrides=TINY_GUPS)
+    assert perfect["summary"]["walks"] == 0
+    assert perfect["summary"]["cycles"] < base["summary"]["cycles"]
+    assert xlat.speedup(base, perfect) > 1.0
+
+
+@pytest.mark.engine
+def test_deterministic() -> None:
+    first = xlat.run_json("baseline-radix", "gups", overrides=TINY_GUPS)
+    second = xlat.run_json("baseline-radix", "gups", overrides=TINY_GUPS)
+    assert first == second
+
+
+@pytest.mark.engine
+def test_out_dir(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    stats = xlat.run("baseline-radix", "gups", out=out, overrides={**TINY_GUPS, **L2TLB_2048})
+    assert json.loads((out / "stats.json").read_text()) == stats
+    config_text = (out / "config.toml").read_text()
+    if tomllib is not None:
+        assert tomllib.loads(config_text)["mmu"]["l2tlb"]["entries"] == 2048
+
+
+@pytest.mark.engine
+@needs_tomllib
+def test_resolve_config_applies_overrides() -> None:
+    text = xlat.resolve_config("baseline-radix", "gups", overrides=L2TLB_2048)
+    resolved = tomllib.loads(text)
+    assert resolved["mmu"]["l2tlb"]["entries"] == 2048
+    assert resolved["workload"]["name"] == "gups"
+
+
+@pytest.mark.engine
+def test_presets() -> None:
+    names = xlat.presets()
+    for name in ("baseline-radix", "perfect-tlb", "mehpt-radix"):
+        assert name in names
+        assert xlat.preset_text(name).strip()
+    with pytest.raises(xlat.XlatError):
+        xlat.preset_text("no-such-preset")
+
+
+@pytest.mark.engine
+def test_unknown_key_is_an_error_naming_the_key() -> None:
+    with pytest.raises(xlat.XlatError, match="nosuchkey"):
+        xlat.run("baseline-radix", "gups", overrides=TINY_GUPS, mmu__l2tlb__nosuchkey=1)
+    with pytest.raises(xlat.XlatError, match="nosuchkey"):
+        xlat.resolve_config("baseline-radix", mmu__l2tlb__nosuchkey=1)
+
+
+@pytest.mark.engine
+def test_bad_geometry_is_an_error() -> None:
+    with pytest.raises(xlat.XlatError, match="ways"):
+        xlat.run("baseline-radix", "gups", overrides=TINY_GUPS, mmu__l2tlb__ways=0)
+
+
+@pytest.mark.engine
+def test_missing_trace_file_is_an_error(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-trace.xtr"
+    with pytest.raises(xlat.XlatError, match="no-such-trace"):
+        xlat.run("baseline-radix", trace=missing)
+
+
+@pytest.mark.engine
+def test_missing_config_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(xlat.XlatError, match="missing-config"):
+        xlat.run(tmp_path / "missing-config.toml", "gups", overrides=TINY_GUPS)
+
+
+@pytest.mark.engine
+def test_config_file_extends_preset(tmp_path: Path) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text('extends = "baseline-radix"\n\n[mmu.l2tlb]\nentries = 2048\nways = 8\n')
+    text = xlat.resolve_config(path)
+    assert "2048" in text
+    stats = xlat.run(path, "gups", overrides=TINY_GUPS)
+    assert stats["summary"]["instructions"] > 0

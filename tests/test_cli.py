@@ -1,0 +1,152 @@
+"""The ``xlat`` command in a subprocess, against the real engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import TINY_GUPS_ARGS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    tomllib = None
+
+pytestmark = pytest.mark.engine
+
+
+def _ok(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stdout
+
+
+def _usage_error(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert "xlat: error:" in result.stderr
+    return result.stderr
+
+
+def test_version(run_cli) -> None:
+    assert _ok(run_cli("--version")).startswith("xlat ")
+
+
+def test_run_prints_summary(run_cli) -> None:
+    out = _ok(run_cli("run", "--config", "baseline-radix", *TINY_GUPS_ARGS, "--no-progress"))
+    for label in ["IPC", "instructions", "cycles", "L1 TLB MPKI", "L2 TLB MPKI", "page walks"]:
+        assert label in out
+    assert "served by DRAM" in out
+
+
+def test_run_json(run_cli) -> None:
+    stats = json.loads(_ok(run_cli("run", *TINY_GUPS_ARGS, "--json")))
+    assert stats["summary"]["instructions"] > 0
+    assert isinstance(stats["scheme"], str)
+
+
+def test_run_verify_and_out(run_cli, tmp_path: Path) -> None:
+    out = tmp_path / "out" / "one"
+    _ok(run_cli("run", *TINY_GUPS_ARGS, "--verify", "--out", out))
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["summary"]["instructions"] > 0
+    config_text = (out / "config.toml").read_text()
+    if tomllib is not None:
+        assert tomllib.loads(config_text)["sim"]["verify"] is True
+    assert "IPC" in (out / "summary.txt").read_text()
+
+
+def test_unknown_key_is_exit_2_without_traceback(run_cli) -> None:
+    err = _usage_error(run_cli("run", *TINY_GUPS_ARGS, "--set", "mmu.l2tlb.nosuchkey=1"))
+    assert "nosuchkey" in err
+
+
+def test_malformed_set_is_exit_2(run_cli) -> None:
+    _usage_error(run_cli("run", "--set", "no-equals-sign"))
+
+
+def test_bad_geometry_is_exit_2(run_cli) -> None:
+    err = _usage_error(run_cli("run", *TINY_GUPS_ARGS, "--set", "mmu.l2tlb.ways=0"))
+    assert "ways" in err
+
+
+def test_missing_config_file_is_exit_2(run_cli, tmp_path: Path) -> None:
+    err = _usage_error(run_cli("run", "--config", tmp_path / "nope.toml", *TINY_GUPS_ARGS))
+    assert "nope.toml" in err
+
+
+def test_missing_trace_is_exit_2(run_cli, tmp_path: Path) -> None:
+    err = _usage_error(run_cli("run", "--trace", tmp_path / "missing.xtr"))
+    assert "missing.xtr" in err
+
+
+def test_compare(run_cli, tmp_path: Path) -> None:
+    out = tmp_path / "main"
+    text = _ok(
+        run_cli(
+            "compare",
+            "--config",
+            "baseline-radix",
+            "--config",
+            "perfect-tlb",
+            *TINY_GUPS_ARGS,
+            "--out",
+            out,
+        )
+    )
+    assert "speed-up over baseline-radix" in text
+    report = json.loads((out / "compare.json").read_text())
+    speedups = [run["speedup"] for run in report["runs"]]
+    assert speedups[0] == 1.0
+    assert speedups[1] > 1.0
+    for name in ["baseline-radix", "perfect-tlb"]:
+        assert (out / name / "stats.json").exists()
+        assert (out / name / "config.toml").exists()
+
+
+def test_presets(run_cli) -> None:
+    names = _ok(run_cli("presets")).split()
+    for name in ["baseline-radix", "perfect-tlb", "mehpt-radix"]:
+        assert name in names
+    assert _ok(run_cli("presets", "show", "perfect-tlb")).strip()
+    _usage_error(run_cli("presets", "show", "no-such-preset"))
+
+
+def test_config_shows_resolved_toml_with_override(run_cli) -> None:
+    text = _ok(
+        run_cli(
+            "config",
+            "--config",
+            "baseline-radix",
+            "--set",
+            "mmu.l2tlb.entries=2048",
+            "--set",
+            "mmu.l2tlb.ways=8",
+        )
+    )
+    assert "2048" in text
+    if tomllib is not None:
+        assert tomllib.loads(text)["mmu"]["l2tlb"]["entries"] == 2048
+
+
+def test_bench(run_cli) -> None:
+    out = _ok(run_cli("bench", "--refs", "200000"))
+    assert "refs/s" in out
+    assert "gups" in out and "stream" in out
+
+
+def test_console_script(tmp_path: Path) -> None:
+    """The ``xlat`` entry point installed next to this Python (by ``pip install``)."""
+    name = "xlat.exe" if os.name == "nt" else "xlat"
+    script = Path(sys.executable).parent / name
+    if not script.exists():
+        pytest.skip("xlat console script not installed next to this interpreter")
+    result = subprocess.run(
+        [str(script), "presets"], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    assert "baseline-radix" in _ok(result)
