@@ -20,7 +20,7 @@ else:  # pragma: no cover
     tomllib = None
 
 #: A valid L2 TLB geometry whatever the preset's associativity (2048 / 8 = 256 sets).
-L2TLB_2048 = {"mmu.l2tlb.entries": 2048, "mmu.l2tlb.ways": 8}
+L2TLB_2048 = {"mmu.l2tlb.unified.entries": 2048, "mmu.l2tlb.unified.ways": 8}
 
 needs_tomllib = pytest.mark.skipif(tomllib is None, reason="tomllib needs Python 3.11+")
 
@@ -49,7 +49,7 @@ SUMMARY_KEYS = {
 @pytest.mark.parametrize(
     ("name", "key"),
     [
-        ("mmu__l2tlb__entries", "mmu.l2tlb.entries"),
+        ("mmu__l2tlb__unified__entries", "mmu.l2tlb.unified.entries"),
         ("workload__table_bytes", "workload.table_bytes"),
         ("sim__verify", "sim.verify"),
         ("seed", "seed"),
@@ -139,19 +139,19 @@ def test_build_overrides_order_and_forms() -> None:
     assert build_overrides(
         "gups",
         {"sim.verify": True, "workload.table_bytes": 4 << 30},
-        mmu__l2tlb__entries=2048,
+        mmu__l2tlb__unified__entries=2048,
         mmu__l2tlb__policy="lru",
     ) == [
         'workload.name="gups"',
         "sim.verify=true",
         "workload.table_bytes=4294967296",
-        "mmu.l2tlb.entries=2048",
+        "mmu.l2tlb.unified.entries=2048",
         'mmu.l2tlb.policy="lru"',
     ]
 
 
 def test_build_overrides_raw_strings_pass_verbatim() -> None:
-    raw = ["mmu.l2tlb.entries=2048", "workload.name=gups", "x.y=[1, 2]"]
+    raw = ["mmu.l2tlb.unified.entries=2048", "workload.name=gups", "x.y=[1, 2]"]
     assert build_overrides(overrides=raw) == raw
     assert build_overrides(overrides=iter(raw)) == raw
 
@@ -163,7 +163,7 @@ def test_build_overrides_empty() -> None:
 
 @pytest.mark.parametrize(
     "overrides",
-    ["mmu.l2tlb.entries=2048", ["no-equals-sign"], ["=value"], [42], {"": 1}, {"a..b": 1}],
+    ["mmu.l2tlb.unified.entries=2048", ["no-equals-sign"], ["=value"], [42], {"": 1}, {"a..b": 1}],
 )
 def test_build_overrides_rejects_bad_overrides(overrides: object) -> None:
     with pytest.raises(OverrideError):
@@ -187,14 +187,14 @@ def test_run_passes_arguments_to_engine(fake_core: FakeCore, tmp_path: Path) -> 
         out=tmp_path,
         progress=True,
         overrides={"sim.seed": 7},
-        mmu__l2tlb__entries=2048,
+        mmu__l2tlb__unified__entries=2048,
     )
     assert stats["summary"]["instructions"] == 1_000_000
     name, args = fake_core.calls[-1]
     assert name == "run"
     config, overrides, trace, out, progress = args
     assert config == "my.toml"
-    assert overrides == ['workload.name="stream"', "sim.seed=7", "mmu.l2tlb.entries=2048"]
+    assert overrides == ['workload.name="stream"', "sim.seed=7", "mmu.l2tlb.unified.entries=2048"]
     assert trace == str(tmp_path / "t.xtr")
     assert out == str(tmp_path)
     assert progress is True
@@ -298,7 +298,7 @@ def test_out_dir(tmp_path: Path) -> None:
     assert json.loads((out / "stats.json").read_text()) == stats
     config_text = (out / "config.toml").read_text()
     if tomllib is not None:
-        assert tomllib.loads(config_text)["mmu"]["l2tlb"]["entries"] == 2048
+        assert tomllib.loads(config_text)["mmu"]["l2tlb"]["unified"]["entries"] == 2048
 
 
 @pytest.mark.engine
@@ -306,7 +306,7 @@ def test_out_dir(tmp_path: Path) -> None:
 def test_resolve_config_applies_overrides() -> None:
     text = xlat.resolve_config("baseline-radix", "gups", overrides=L2TLB_2048)
     resolved = tomllib.loads(text)
-    assert resolved["mmu"]["l2tlb"]["entries"] == 2048
+    assert resolved["mmu"]["l2tlb"]["unified"]["entries"] == 2048
     assert resolved["workload"]["name"] == "gups"
 
 
@@ -331,7 +331,7 @@ def test_unknown_key_is_an_error_naming_the_key() -> None:
 @pytest.mark.engine
 def test_bad_geometry_is_an_error() -> None:
     with pytest.raises(xlat.XlatError, match="ways"):
-        xlat.run("baseline-radix", "gups", overrides=TINY_GUPS, mmu__l2tlb__ways=0)
+        xlat.run("baseline-radix", "gups", overrides=TINY_GUPS, mmu__l2tlb__unified__ways=0)
 
 
 @pytest.mark.engine
@@ -350,7 +350,7 @@ def test_missing_config_file_is_an_error(tmp_path: Path) -> None:
 @pytest.mark.engine
 def test_config_file_extends_preset(tmp_path: Path) -> None:
     path = tmp_path / "mine.toml"
-    path.write_text('extends = "baseline-radix"\n\n[mmu.l2tlb]\nentries = 2048\nways = 8\n')
+    path.write_text('extends = "baseline-radix"\n\n[mmu.l2tlb.unified]\nentries = 2048\nways = 8\n')
     text = xlat.resolve_config(path)
     assert "2048" in text
     stats = xlat.run(path, "gups", overrides=TINY_GUPS)

@@ -71,7 +71,7 @@ def test_malformed_set_is_exit_2(run_cli) -> None:
 
 
 def test_bad_geometry_is_exit_2(run_cli) -> None:
-    err = _usage_error(run_cli("run", *TINY_GUPS_ARGS, "--set", "mmu.l2tlb.ways=0"))
+    err = _usage_error(run_cli("run", *TINY_GUPS_ARGS, "--set", "mmu.l2tlb.unified.ways=0"))
     assert "ways" in err
 
 
@@ -124,14 +124,14 @@ def test_config_shows_resolved_toml_with_override(run_cli) -> None:
             "--config",
             "baseline-radix",
             "--set",
-            "mmu.l2tlb.entries=2048",
+            "mmu.l2tlb.unified.entries=2048",
             "--set",
-            "mmu.l2tlb.ways=8",
+            "mmu.l2tlb.unified.ways=8",
         )
     )
     assert "2048" in text
     if tomllib is not None:
-        assert tomllib.loads(text)["mmu"]["l2tlb"]["entries"] == 2048
+        assert tomllib.loads(text)["mmu"]["l2tlb"]["unified"]["entries"] == 2048
 
 
 def test_bench(run_cli) -> None:
@@ -150,3 +150,27 @@ def test_console_script(tmp_path: Path) -> None:
         [str(script), "presets"], capture_output=True, text=True, cwd=tmp_path, timeout=60
     )
     assert "baseline-radix" in _ok(result)
+
+
+@pytest.mark.engine
+def test_verify_passes_on_ten_million_gups_references(run_cli, tmp_path) -> None:
+    """Every one of 10 M translations (4 GiB table, 40% fragmented memory) matches the OS."""
+    out = tmp_path / "verify"
+    _ok(
+        run_cli(
+            "run",
+            "--config",
+            "baseline-radix",
+            "--workload",
+            "gups",
+            "--refs",
+            "10000000",
+            "--verify",
+            "--out",
+            str(out),
+        )
+    )
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["verify"]["enabled"] is True
+    assert stats["verify"]["translations_checked"] == 10_000_000
+    assert stats["summary"]["walks"] > 1_000_000

@@ -49,7 +49,7 @@ def test_run_builds_overrides(fake_core: FakeCore, capsys: pytest.CaptureFixture
             "5M",
             "--verify",
             "--set",
-            "mmu.l2tlb.entries=2048",
+            "mmu.l2tlb.unified.entries=2048",
             "-s",
             "workload.table_bytes=4294967296",
         ]
@@ -62,7 +62,7 @@ def test_run_builds_overrides(fake_core: FakeCore, capsys: pytest.CaptureFixture
         'workload.name="gups"',
         "workload.references=5000000",
         "sim.verify=true",
-        "mmu.l2tlb.entries=2048",
+        "mmu.l2tlb.unified.entries=2048",
         "workload.table_bytes=4294967296",
     ]
     assert trace is None and out is None
@@ -237,13 +237,24 @@ def test_presets(fake_core: FakeCore, capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_config(fake_core: FakeCore, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["config", "-c", "perfect-tlb", "-w", "stream", "--set", "mmu.l2tlb.entries=2048"]
+    argv = [
+        "config",
+        "-c",
+        "perfect-tlb",
+        "-w",
+        "stream",
+        "--set",
+        "mmu.l2tlb.unified.entries=2048",
+    ]
     assert main([*argv, "--verify"]) == 0
     assert fake_core.calls[-1] == (
         "resolve",
-        ("perfect-tlb", ['workload.name="stream"', "sim.verify=true", "mmu.l2tlb.entries=2048"]),
+        (
+            "perfect-tlb",
+            ['workload.name="stream"', "sim.verify=true", "mmu.l2tlb.unified.entries=2048"],
+        ),
     )
-    assert "mmu.l2tlb.entries=2048" in capsys.readouterr().out
+    assert "mmu.l2tlb.unified.entries=2048" in capsys.readouterr().out
 
 
 def test_version(fake_core: FakeCore, capsys: pytest.CaptureFixture[str]) -> None:

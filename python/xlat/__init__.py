@@ -10,7 +10,7 @@ caches, DRAM -- and the operating-system work behind it. This package is its Pyt
     print(xlat.format_summary(stats))
 
     xlat.presets()                                  # built-in systems
-    print(xlat.resolve_config("perfect-tlb", mmu__l2tlb__entries=2048))
+    print(xlat.resolve_config("perfect-tlb", mmu__l2tlb__unified__entries=2048))
 
 Engine errors (unknown config key, bad geometry, corrupt trace, ...) raise :class:`XlatError`.
 """

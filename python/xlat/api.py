@@ -8,9 +8,9 @@ Overrides
 ---------
 Any configuration key can be overridden, in three equivalent ways::
 
-    xlat.run("baseline-radix", "gups", mmu__l2tlb__entries=2048)            # keywords, "__" = "."
-    xlat.run("baseline-radix", "gups", overrides={"mmu.l2tlb.entries": 2048})  # dotted keys
-    xlat.run("baseline-radix", "gups", overrides=["mmu.l2tlb.entries=2048"])   # raw, like --set
+    xlat.run("baseline-radix", "gups", mmu__l2tlb__unified__entries=3072)  # "__" = "."
+    xlat.run("baseline-radix", "gups", overrides={"mmu.l2tlb.unified.entries": 2048})  # dotted keys
+    xlat.run("baseline-radix", "gups", overrides=["mmu.l2tlb.unified.entries=3072"])  # --set
 
 Python values become TOML literals (``True`` -> ``true``, ``2048`` -> ``2048``, ``0.5`` ->
 ``0.5``, ``"lru"`` -> ``"lru"``, lists -> arrays, dicts -> inline tables). Raw ``"key=value"``
@@ -94,8 +94,8 @@ def engine() -> ModuleType:
 def override_key(name: str) -> str:
     """Turn a keyword-argument name into a dotted config key (``"__"`` separates levels).
 
-    >>> override_key("mmu__l2tlb__entries")
-    'mmu.l2tlb.entries'
+    >>> override_key("mmu__l2tlb__unified__entries")
+    'mmu.l2tlb.unified.entries'
     >>> override_key("workload__table_bytes")
     'workload.table_bytes'
 
@@ -105,7 +105,7 @@ def override_key(name: str) -> str:
     parts = name.split("__")
     if not name or any(part == "" for part in parts):
         raise OverrideError(
-            f"invalid override name {name!r}: use '__' between levels, e.g. mmu__l2tlb__entries"
+            f"invalid override name {name!r}: use '__' between levels, e.g. mmu__walkers"
         )
     return ".".join(parts)
 
@@ -194,7 +194,7 @@ def _check_raw(entry: str) -> str:
     key, sep, _value = entry.partition("=")
     if not sep or not key.strip():
         raise OverrideError(
-            f"override {entry!r} is not of the form key=value (e.g. mmu.l2tlb.entries=2048)"
+            f"override {entry!r} is not of the form key=value (e.g. mmu.l2tlb.unified.entries=2048)"
         )
     return entry
 
@@ -211,8 +211,8 @@ def build_overrides(
     of raw ``"key=value"`` strings passed verbatim), then keyword arguments (``"__"`` -> ``"."``,
     values converted to TOML).
 
-    >>> build_overrides("gups", {"sim.verify": True}, mmu__l2tlb__entries=2048)
-    ['workload.name="gups"', 'sim.verify=true', 'mmu.l2tlb.entries=2048']
+    >>> build_overrides("gups", {"sim.verify": True}, mmu__l2tlb__unified__entries=2048)
+    ['workload.name="gups"', 'sim.verify=true', 'mmu.l2tlb.unified.entries=2048']
     """
     result: list[str] = []
     if workload is not None:
@@ -286,10 +286,10 @@ def run(
         trace: run this trace file instead of the config's workload.
         out: directory to write ``stats.json`` and ``config.toml`` (the resolved config) into.
         progress: draw a progress bar on stderr while simulating.
-        overrides: extra overrides, a mapping with dotted keys (``{"mmu.l2tlb.entries": 2048}``)
+        overrides: extra overrides, a mapping with dotted keys (``{"mmu.walkers": 4}``)
             or a list of raw ``"key=value"`` strings.
         **kwargs: overrides as keywords, ``"__"`` separating levels
-            (``mmu__l2tlb__entries=2048``, ``sim__verify=True``).
+            (``mmu__l2tlb__unified__entries=2048``, ``sim__verify=True``).
 
     Returns:
         The statistics tree as a nested dict. ``stats["summary"]`` holds the headline numbers

@@ -106,9 +106,7 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     for entry in getattr(args, "set", None) or []:
         key, sep, _value = entry.partition("=")
         if not sep or not key.strip():
-            raise CliError(
-                f"--set expects KEY=VALUE (e.g. --set mmu.l2tlb.entries=2048), got {entry!r}"
-            )
+            raise CliError(f"--set expects KEY=VALUE (e.g. --set mmu.walkers=4), got {entry!r}")
         result.append(entry)
     return result
 

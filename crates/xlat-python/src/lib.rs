@@ -7,6 +7,9 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(200);
 
 create_exception!(
     _core,
@@ -16,7 +19,12 @@ create_exception!(
 );
 
 fn to_py(e: xlat::Error) -> PyErr {
-    XlatError::new_err(e.to_string())
+    match e {
+        xlat::Error::Interrupted => {
+            pyo3::exceptions::PyKeyboardInterrupt::new_err("simulation interrupted")
+        }
+        e => XlatError::new_err(e.to_string()),
+    }
 }
 
 fn progress_bar(enabled: bool) -> Option<ProgressBar> {
@@ -46,6 +54,7 @@ fn run(
     py.detach(move || {
         let cfg = xlat::run::resolve(&config, &overrides, trace.as_deref())?;
         let bar = progress_bar(progress);
+        let mut last_check = Instant::now();
         let mut report = |done: u64, total: Option<u64>| {
             if let Some(b) = &bar {
                 if let Some(t) = total {
@@ -53,6 +62,12 @@ fn run(
                 }
                 b.set_position(done);
             }
+            // Let Ctrl-C through: take the GIL briefly a few times a second to check signals.
+            if last_check.elapsed() > SIGNAL_CHECK_INTERVAL {
+                last_check = Instant::now();
+                Python::attach(|py| py.check_signals()).map_err(|_| xlat::Error::Interrupted)?;
+            }
+            Ok(())
         };
         let stats = xlat::run::run(cfg, out.as_deref(), &mut report)?;
         if let Some(b) = bar {

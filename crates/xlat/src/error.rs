@@ -22,6 +22,10 @@ pub enum Error {
     #[error("translation check failed: {0}")]
     Verify(String),
 
+    /// The run was stopped from outside (Ctrl-C) before it finished.
+    #[error("interrupted")]
+    Interrupted,
+
     /// A workload or trace asks for something the simulated system cannot do.
     #[error("workload error: {0}")]
     Workload(String),

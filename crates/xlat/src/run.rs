@@ -24,7 +24,7 @@ pub fn resolve(spec: &str, overrides: &[String], trace: Option<&Path>) -> Result
 pub fn run(
     cfg: SimConfig,
     out: Option<&Path>,
-    progress: &mut dyn FnMut(u64, Option<u64>),
+    progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
 ) -> Result<Stats> {
     if let Some(dir) = out {
         std::fs::create_dir_all(dir)
@@ -64,7 +64,7 @@ pub fn bench(workload: &str, references: u64) -> Result<BenchResult> {
     let cfg = config::load("baseline-radix", &ov)?;
     let mut sim = Simulation::new(cfg)?;
     let start = Instant::now();
-    let stats = sim.run(&mut |_, _| {})?;
+    let stats = sim.run(&mut |_, _| Ok(()))?;
     let seconds = start.elapsed().as_secs_f64();
     let refs = stats.core.stats.memory_refs;
     Ok(BenchResult {

@@ -143,8 +143,11 @@ impl Simulation {
     }
 
     /// Run to the end of the source (or `sim.max_instructions`). `progress(records, total)` is
-    /// called every batch.
-    pub fn run(&mut self, progress: &mut dyn FnMut(u64, Option<u64>)) -> Result<Stats> {
+    /// called every batch; an error it returns (e.g. [`Error::Interrupted`]) stops the run.
+    pub fn run(
+        &mut self,
+        progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
+    ) -> Result<Stats> {
         let total = self.source.len_hint();
         let mut buf = Vec::with_capacity(BATCH);
         let mut done = 0u64;
@@ -175,9 +178,9 @@ impl Simulation {
                 }
                 done += 1;
             }
-            progress(done, total);
+            progress(done, total)?;
         }
-        progress(done, total);
+        progress(done, total)?;
         Ok(self.stats())
     }
 

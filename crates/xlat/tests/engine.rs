@@ -302,7 +302,10 @@ fn verify_passes_on_gups_and_stream() {
     for w in ["gups", "stream"] {
         let name = format!("workload.name={w}");
         let cfg = small(&["sim.verify=true", &name, "workload.references=300000"]);
-        let stats = Simulation::new(cfg).unwrap().run(&mut |_, _| {}).unwrap();
+        let stats = Simulation::new(cfg)
+            .unwrap()
+            .run(&mut |_, _| Ok(()))
+            .unwrap();
         assert_eq!(stats.workload, w);
         assert_eq!(stats.verify.translations_checked, 300_000, "{w}");
         assert_eq!(stats.core.stats.memory_refs, 300_000, "{w}");
@@ -313,17 +316,17 @@ fn verify_passes_on_gups_and_stream() {
 fn same_config_and_seed_give_identical_stats() {
     let a = Simulation::new(small(&["sim.epoch_instructions=100000"]))
         .unwrap()
-        .run(&mut |_, _| {})
+        .run(&mut |_, _| Ok(()))
         .unwrap();
     let b = Simulation::new(small(&["sim.epoch_instructions=100000"]))
         .unwrap()
-        .run(&mut |_, _| {})
+        .run(&mut |_, _| Ok(()))
         .unwrap();
     assert_eq!(a.to_json(), b.to_json());
     assert!(!a.epochs.is_empty());
     let c = Simulation::new(small(&["seed=2"]))
         .unwrap()
-        .run(&mut |_, _| {})
+        .run(&mut |_, _| Ok(()))
         .unwrap();
     assert_ne!(a.summary.cycles, c.summary.cycles);
 }
@@ -332,11 +335,11 @@ fn same_config_and_seed_give_identical_stats() {
 fn perfect_tlb_never_walks_and_is_faster() {
     let radix = Simulation::new(small(&[]))
         .unwrap()
-        .run(&mut |_, _| {})
+        .run(&mut |_, _| Ok(()))
         .unwrap();
     let perfect = Simulation::new(small(&["scheme=perfect-tlb"]))
         .unwrap()
-        .run(&mut |_, _| {})
+        .run(&mut |_, _| Ok(()))
         .unwrap();
     assert_eq!(perfect.summary.walks, 0);
     assert!(radix.summary.walks > 0);
@@ -348,11 +351,11 @@ fn perfect_tlb_never_walks_and_is_faster() {
 fn warmup_resets_statistics() {
     let full = Simulation::new(small(&[]))
         .unwrap()
-        .run(&mut |_, _| {})
+        .run(&mut |_, _| Ok(()))
         .unwrap();
     let warm = Simulation::new(small(&["sim.warmup_instructions=400000"]))
         .unwrap()
-        .run(&mut |_, _| {})
+        .run(&mut |_, _| Ok(()))
         .unwrap();
     assert!(warm.summary.instructions < full.summary.instructions);
     assert!(warm.summary.walks < full.summary.walks);
@@ -379,7 +382,10 @@ fn hugetlb_1g_backs_gups_with_1g_pages() {
         "workload.hugetlb_1g=true",
         "sim.verify=true",
     ]);
-    let stats = Simulation::new(cfg).unwrap().run(&mut |_, _| {}).unwrap();
+    let stats = Simulation::new(cfg)
+        .unwrap()
+        .run(&mut |_, _| Ok(()))
+        .unwrap();
     assert_eq!(stats.os.faults.mapped_1g, 1);
     assert_eq!(stats.os.faults.mapped_4k, 0);
     // One 1 GiB page fits every TLB: after the first walk, no more.
@@ -393,7 +399,10 @@ fn booted_memory_has_the_requested_fragmentation() {
             &format!("os.physmem.fragmentation={target}"),
             "workload.references=1000",
         ]);
-        let stats = Simulation::new(cfg).unwrap().run(&mut |_, _| {}).unwrap();
+        let stats = Simulation::new(cfg)
+            .unwrap()
+            .run(&mut |_, _| Ok(()))
+            .unwrap();
         let fmfi = stats.os.physmem.fmfi_initial;
         assert!(
             (fmfi - target).abs() <= 0.05,
@@ -427,11 +436,11 @@ fn replaying_a_recorded_workload_gives_identical_results() {
     let trace_cfg = xlat::run::resolve("baseline-radix", &small_overrides(), Some(&path)).unwrap();
     let from_trace = Simulation::new(trace_cfg)
         .unwrap()
-        .run(&mut |_, _| {})
+        .run(&mut |_, _| Ok(()))
         .unwrap();
     let from_gen = Simulation::new(gen_cfg)
         .unwrap()
-        .run(&mut |_, _| {})
+        .run(&mut |_, _| Ok(()))
         .unwrap();
     assert_eq!(from_trace.workload, "trace");
     assert_eq!(

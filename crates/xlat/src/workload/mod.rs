@@ -5,6 +5,7 @@
 //! or store. Layouts are implicit (addresses computed, not stored), so host memory does not grow
 //! with the simulated footprint.
 
+pub mod emit;
 mod gups;
 mod stream;
 
