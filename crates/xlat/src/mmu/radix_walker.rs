@@ -11,7 +11,7 @@ use crate::addr::{PageSize, Pfn, VirtAddr};
 use crate::assoc::SetAssoc;
 use crate::config::TlbConfig;
 use crate::mem::MemKind;
-use crate::pt::radix::{entry_addr, entry_frame, RadixPageTable, HUGE, PRESENT};
+use crate::pt::radix::{entry_addr, entry_frame, leaf_size, RadixPageTable, PRESENT};
 use crate::pt::store::PtStore;
 use serde::Serialize;
 
@@ -100,13 +100,7 @@ impl RadixWalker {
             if e & PRESENT == 0 {
                 return None;
             }
-            let leaf = match level {
-                1 => Some(PageSize::Size4K),
-                2 if e & HUGE != 0 => Some(PageSize::Size2M),
-                3 if e & HUGE != 0 => Some(PageSize::Size1G),
-                _ => None,
-            };
-            if let Some(size) = leaf {
+            if let Some(size) = leaf_size(e, level) {
                 return Some((entry_frame(e), size));
             }
             table = entry_frame(e);

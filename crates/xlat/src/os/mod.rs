@@ -124,9 +124,7 @@ impl Os {
     }
 
     fn process_mut(&mut self, pid: u16) -> Result<&mut Process> {
-        self.processes
-            .get_mut(pid as usize)
-            .ok_or_else(|| Error::Workload(format!("no process with pid {pid}")))
+        self.process_and_pt(pid).map(|(p, _)| p)
     }
 
     /// Reserve `bytes` of virtual address space (no physical memory until first touch).
@@ -141,18 +139,24 @@ impl Os {
         Ok(())
     }
 
-    /// Unmap `[va, va+bytes)`; frees frames and returns the unmapped pages so the MMU can shoot
-    /// down its TLB entries.
-    pub fn munmap(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<Vec<(Vpn, PageSize)>> {
-        self.stats.munmaps += 1;
+    /// A process together with what its page table needs to change (split borrows of `self`).
+    fn process_and_pt(&mut self, pid: u16) -> Result<(&mut Process, PtContext<'_>)> {
         let p = self
             .processes
             .get_mut(pid as usize)
             .ok_or_else(|| Error::Workload(format!("no process with pid {pid}")))?;
-        let mut ctx = PtContext {
+        let ctx = PtContext {
             store: &mut self.store,
             buddy: &mut self.buddy,
         };
+        Ok((p, ctx))
+    }
+
+    /// Unmap `[va, va+bytes)`; frees frames and returns the unmapped pages so the MMU can shoot
+    /// down its TLB entries.
+    pub fn munmap(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<Vec<(Vpn, PageSize)>> {
+        self.stats.munmaps += 1;
+        let (p, mut ctx) = self.process_and_pt(pid)?;
         p.munmap(&mut ctx, va, bytes)
     }
 
@@ -181,15 +185,11 @@ impl Os {
 
     fn map_page(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize)> {
         let thp = self.cfg.thp == ThpPolicy::Always;
-        let p = self
-            .processes
-            .get_mut(pid as usize)
-            .ok_or_else(|| Error::Workload(format!("no process with pid {pid}")))?;
-        let mut ctx = PtContext {
-            store: &mut self.store,
-            buddy: &mut self.buddy,
-        };
-        let (pfn, size) = p.fault(&mut ctx, va, thp, &mut self.stats.faults)?;
+        let mut faults = std::mem::take(&mut self.stats.faults);
+        let (p, mut ctx) = self.process_and_pt(pid)?;
+        let mapped = p.fault(&mut ctx, va, thp, &mut faults);
+        self.stats.faults = faults;
+        let (pfn, size) = mapped?;
         match size {
             PageSize::Size4K => self.stats.faults.mapped_4k += 1,
             PageSize::Size2M => self.stats.faults.mapped_2m += 1,

@@ -37,6 +37,17 @@ pub fn entry_addr(table: Pfn, va: VirtAddr, level: u32) -> PhysAddr {
     PhysAddr(table.addr().0 + index(va, level) * 8)
 }
 
+/// The page size mapped by a present `entry` of a table at `level`, if it is a leaf.
+#[inline]
+pub fn leaf_size(entry: u64, level: u32) -> Option<PageSize> {
+    match level {
+        1 => Some(PageSize::Size4K),
+        2 if entry & HUGE != 0 => Some(PageSize::Size2M),
+        3 if entry & HUGE != 0 => Some(PageSize::Size1G),
+        _ => None,
+    }
+}
+
 /// The frame an entry points to.
 #[inline]
 pub fn entry_frame(entry: u64) -> Pfn {
@@ -74,13 +85,7 @@ impl RadixPageTable {
             if e & PRESENT == 0 {
                 return None;
             }
-            let size = match level {
-                1 => Some(PageSize::Size4K),
-                2 if e & HUGE != 0 => Some(PageSize::Size2M),
-                3 if e & HUGE != 0 => Some(PageSize::Size1G),
-                _ => None,
-            };
-            if let Some(size) = size {
+            if let Some(size) = leaf_size(e, level) {
                 return Some((entry_frame(e), size));
             }
             table = entry_frame(e);
