@@ -174,3 +174,30 @@ def test_verify_passes_on_ten_million_gups_references(run_cli, tmp_path) -> None
     assert stats["verify"]["enabled"] is True
     assert stats["verify"]["translations_checked"] == 10_000_000
     assert stats["summary"]["walks"] > 1_000_000
+
+
+@pytest.mark.engine
+def test_workloads_lists_every_builtin_with_footprint(run_cli) -> None:
+    catalog = json.loads(_ok(run_cli("workloads", "--json")))
+    names = {w["name"] for w in catalog}
+    assert {"gups", "stream"} <= names
+    assert all(w["footprint_bytes"] > 0 and "[workload]" in w["defaults"] for w in catalog)
+    text = _ok(run_cli("workloads", "-v"))
+    assert "table_bytes = 4294967296" in text
+
+
+@pytest.mark.engine
+def test_trace_record_then_run_the_trace(run_cli, tmp_path) -> None:
+    trace = tmp_path / "s.xtr"
+    out = _ok(run_cli("trace", "record", "-w", "stream", "--set", "references=20000", "-o", trace))
+    assert "20,000 records" in out
+    stats = json.loads(_ok(run_cli("run", "--trace", trace, "--json", "--verify")))
+    assert stats["workload"] == "trace"
+    assert stats["verify"]["translations_checked"] == 20_000
+
+
+@pytest.mark.engine
+def test_bench_generators_reports_rates(run_cli) -> None:
+    results = json.loads(_ok(run_cli("bench", "--generators", "--refs", "100000", "--json")))
+    assert [r["workload"] for r in results] == ["gups", "stream"]
+    assert all(r["references"] == 100_000 and r["refs_per_second"] > 0 for r in results)

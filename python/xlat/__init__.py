@@ -24,12 +24,17 @@ from .api import (
     EngineMissingError,
     OverrideError,
     bench,
+    bench_generator,
     build_overrides,
+    convert_trace,
+    inspect_trace,
     preset_text,
     presets,
+    record_trace,
     resolve_config,
     run,
     run_json,
+    workloads,
 )
 from .summary import format_comparison, format_summary, speedup
 
@@ -40,15 +45,20 @@ __all__ = [
     "XlatError",
     "__version__",
     "bench",
+    "bench_generator",
     "build_overrides",
+    "convert_trace",
     "format_comparison",
     "format_summary",
+    "inspect_trace",
     "preset_text",
     "presets",
+    "record_trace",
     "resolve_config",
     "run",
     "run_json",
     "speedup",
+    "workloads",
 ]
 
 

@@ -363,3 +363,60 @@ def bench(workload: str = "gups", references: int = 5_000_000) -> dict[str, Any]
     if references <= 0:
         raise ValueError(f"references must be positive, got {references}")
     return json.loads(engine().bench(workload, int(references)))
+
+
+def bench_generator(workload: str = "gups", references: int = 5_000_000) -> dict[str, Any]:
+    """Measure a workload generator alone (no simulation): records/second it produces.
+
+    Compare with :func:`bench`: generation must be well faster than simulation.
+    """
+    if isinstance(references, bool) or not isinstance(references, numbers.Integral):
+        raise TypeError(f"references must be an integer, got {references!r}")
+    if references <= 0:
+        raise ValueError(f"references must be positive, got {references}")
+    return json.loads(engine().bench_generator(workload, int(references)))
+
+
+# --------------------------------------------------------------------------------------------
+# Workloads and traces
+# --------------------------------------------------------------------------------------------
+
+
+def workloads() -> list[dict[str, Any]]:
+    """Every built-in workload: ``{"name", "description", "defaults", "footprint_bytes"}``.
+
+    ``defaults`` is the ``[workload]`` table with each parameter at its default (TOML text);
+    ``footprint_bytes`` is the virtual memory it allocates at those defaults.
+    """
+    return json.loads(engine().workload_catalog())
+
+
+def record_trace(
+    out: PathLike,
+    config: PathLike = DEFAULT_CONFIG,
+    workload: str | None = None,
+    *,
+    progress: bool = False,
+    overrides: Overrides = None,
+    **kwargs: Any,
+) -> int:
+    """Write the records of a workload to a native ``.xtr`` trace at ``out``.
+
+    The workload and its parameters come from the config and overrides exactly as for
+    :func:`run` (``workload__scale=22``); the trace's metadata records them. Returns the number
+    of records written.
+    """
+    ovr = build_overrides(workload, overrides, **kwargs)
+    return int(engine().record_trace(os.fspath(config), ovr, os.fspath(out), bool(progress)))
+
+
+def convert_trace(src: PathLike, dst: PathLike) -> int:
+    """Convert a trace between formats (native ``.xtr``, ChampSim, lackey input); the output
+    format follows ``dst``'s extension. Returns the number of records written."""
+    return int(engine().convert_trace(os.fspath(src), os.fspath(dst)))
+
+
+def inspect_trace(path: PathLike) -> dict[str, Any]:
+    """Summarise a trace of any supported format: records, instructions, footprint, unique
+    4 KiB / 2 MiB pages, page reuse-distance histogram."""
+    return json.loads(engine().inspect_trace(os.fspath(path)))

@@ -231,11 +231,13 @@ def _human_rate(rate: float) -> str:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     workloads = args.workload or ["gups", "stream"]
-    results = [api.bench(workload, args.refs) for workload in workloads]
+    measure = api.bench_generator if args.generators else api.bench
+    results = [measure(workload, args.refs) for workload in workloads]
     if args.json:
         _print(json.dumps(results, indent=2))
         return 0
-    lines = [f"xlat bench: baseline-radix, {args.refs:,} references per workload"]
+    what = "generators alone (no simulation)" if args.generators else "baseline-radix"
+    lines = [f"xlat bench: {what}, {args.refs:,} references per workload"]
     lines.append(f"  {'workload':<12}{'seconds':>10}{'refs/s':>16}")
     for r in results:
         rate = float(r.get("refs_per_second", math.nan))
@@ -258,6 +260,66 @@ def _cmd_presets(args: argparse.Namespace) -> int:
 def _cmd_config(args: argparse.Namespace) -> int:
     _print(api.resolve_config(args.config, args.workload, overrides=_overrides(args)))
     return 0
+
+
+def _cmd_workloads(args: argparse.Namespace) -> int:
+    catalog = api.workloads()
+    if args.json:
+        _print(json.dumps(catalog, indent=2))
+        return 0
+    lines = []
+    for w in catalog:
+        size = w["footprint_bytes"] / 2**20
+        lines.append(f"{w['name']:<14}{size:>12,.0f} MiB  {w['description']}")
+        if args.verbose:
+            lines.extend("    " + line for line in w["defaults"].strip().splitlines())
+    _print("\n".join(lines))
+    return 0
+
+
+# Top-level config keys: anything else given to `trace record --set` is a workload parameter.
+_TOP_LEVEL_KEYS = ("seed", "scheme", "extends")
+
+
+def _record_overrides(entries: Sequence[str]) -> list[str]:
+    """`--set scale=22` in `trace record` means `workload.scale=22` (keys without a dot)."""
+    result = []
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if sep and "." not in key and key.strip() not in _TOP_LEVEL_KEYS:
+            entry = f"workload.{key.strip()}={value}"
+        result.append(entry)
+    return result
+
+
+def _cmd_trace(args: argparse.Namespace) -> int:
+    if args.trace_command == "record":
+        args.set = _record_overrides(args.set)
+        n = api.record_trace(
+            args.out,
+            args.config,
+            args.workload,
+            progress=_progress(args),
+            overrides=_overrides(args),
+        )
+        _print(f"wrote {n:,} records to {args.out}")
+    elif args.trace_command == "convert":
+        n = api.convert_trace(args.input, args.output)
+        _print(f"wrote {n:,} records to {args.output}")
+    elif args.trace_command == "inspect":
+        summary = api.inspect_trace(args.path)
+        _print(json.dumps(summary, indent=2) if args.json else _format_inspect(summary))
+    else:
+        raise CliError("trace needs a subcommand: record, convert or inspect")
+    return 0
+
+
+def _format_inspect(s: dict) -> str:
+    lines = [f"{k:<24}{v:>16,}" for k, v in s.items() if isinstance(v, int)]
+    for k, v in s.items():
+        if isinstance(v, (list, dict)):
+            lines.append(f"{k}: {json.dumps(v)}")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------
@@ -290,7 +352,7 @@ def _add_system_options(p: argparse.ArgumentParser, *, multi: bool, trace: bool)
         "-w",
         "--workload",
         metavar="NAME",
-        help="built-in workload (gups, stream); sets workload.name",
+        help="built-in workload (see `xlat workloads`); sets workload.name",
     )
     if trace:
         source.add_argument("--trace", metavar="FILE", help="run this trace file instead")
@@ -389,6 +451,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="workload to measure, repeatable (default: gups and stream)",
     )
+    p.add_argument(
+        "--generators",
+        action="store_true",
+        help="measure the workload generators alone (records/second, no simulation)",
+    )
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(handler=_cmd_bench)
 
@@ -412,6 +479,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_system_options(p, multi=False, trace=False)
     p.set_defaults(handler=_cmd_config)
+
+    p = sub.add_parser(
+        "workloads",
+        help="list the built-in workloads, their default footprint and parameters",
+        description="List every built-in workload with what it models and the virtual memory it "
+        "allocates at its defaults; -v also prints every parameter with its default.",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="print parameters and defaults")
+    p.add_argument("--json", action="store_true", help="print the catalog as JSON")
+    p.set_defaults(handler=_cmd_workloads)
+
+    p = sub.add_parser(
+        "trace",
+        help="record, convert and inspect trace files",
+        description="Record a built-in workload to a native .xtr trace, convert between trace "
+        "formats, or summarise a trace.",
+    )
+    tsub = p.add_subparsers(dest="trace_command", metavar="{record,convert,inspect}")
+    rec = tsub.add_parser(
+        "record",
+        help="write a workload's records to a .xtr trace",
+        description="Write the records of a built-in workload to a native .xtr trace. In "
+        "--set, a key without a dot is a workload parameter (--set scale=22).",
+    )
+    _add_system_options(rec, multi=False, trace=False)
+    rec.add_argument("-o", "--out", required=True, metavar="FILE", help="the .xtr file to write")
+    rec.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    conv = tsub.add_parser("convert", help="convert a trace to another format (by extension)")
+    conv.add_argument("input", metavar="IN")
+    conv.add_argument("output", metavar="OUT")
+    ins = tsub.add_parser("inspect", help="records, footprint, unique pages, reuse distances")
+    ins.add_argument("path", metavar="FILE")
+    ins.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(handler=_cmd_trace)
 
     return parser
 

@@ -40,6 +40,25 @@ fn progress_bar(enabled: bool) -> Option<ProgressBar> {
     })
 }
 
+/// A progress callback: moves the bar and lets Ctrl-C through (it takes the GIL briefly a few
+/// times a second to check for signals).
+fn reporter(bar: &Option<ProgressBar>) -> impl FnMut(u64, Option<u64>) -> xlat::Result<()> + '_ {
+    let mut last_check = Instant::now();
+    move |done, total| {
+        if let Some(b) = bar {
+            if let Some(t) = total {
+                b.set_length(t);
+            }
+            b.set_position(done);
+        }
+        if last_check.elapsed() > SIGNAL_CHECK_INTERVAL {
+            last_check = Instant::now();
+            Python::attach(|py| py.check_signals()).map_err(|_| xlat::Error::Interrupted)?;
+        }
+        Ok(())
+    }
+}
+
 /// Run one simulation; returns the stats as JSON text.
 #[pyfunction]
 #[pyo3(signature = (config, overrides, trace=None, out=None, progress=false))]
@@ -54,28 +73,51 @@ fn run(
     py.detach(move || {
         let cfg = xlat::run::resolve(&config, &overrides, trace.as_deref())?;
         let bar = progress_bar(progress);
-        let mut last_check = Instant::now();
-        let mut report = |done: u64, total: Option<u64>| {
-            if let Some(b) = &bar {
-                if let Some(t) = total {
-                    b.set_length(t);
-                }
-                b.set_position(done);
-            }
-            // Let Ctrl-C through: take the GIL briefly a few times a second to check signals.
-            if last_check.elapsed() > SIGNAL_CHECK_INTERVAL {
-                last_check = Instant::now();
-                Python::attach(|py| py.check_signals()).map_err(|_| xlat::Error::Interrupted)?;
-            }
-            Ok(())
-        };
-        let stats = xlat::run::run(cfg, out.as_deref(), &mut report)?;
+        let stats = xlat::run::run(cfg, out.as_deref(), &mut reporter(&bar))?;
         if let Some(b) = bar {
             b.finish_and_clear();
         }
         Ok(stats.to_json())
     })
     .map_err(to_py)
+}
+
+/// Write the records of the configured workload to a native `.xtr` trace; returns the count.
+#[pyfunction]
+#[pyo3(signature = (config, overrides, out, progress=false))]
+fn record_trace(
+    py: Python<'_>,
+    config: String,
+    overrides: Vec<String>,
+    out: PathBuf,
+    progress: bool,
+) -> PyResult<u64> {
+    py.detach(move || {
+        let cfg = xlat::run::resolve(&config, &overrides, None)?;
+        let bar = progress_bar(progress);
+        let n = xlat::run::record(&cfg, &out, &mut reporter(&bar))?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        Ok(n)
+    })
+    .map_err(to_py)
+}
+
+/// Every built-in workload with its defaults and footprint, as JSON.
+#[pyfunction]
+fn workload_catalog(py: Python<'_>) -> PyResult<String> {
+    py.detach(xlat::run::workloads)
+        .map(|w| serde_json::to_string(&w).expect("catalog serialises"))
+        .map_err(to_py)
+}
+
+/// Records per second the workload generator alone produces, as JSON.
+#[pyfunction]
+fn bench_generator(py: Python<'_>, workload: String, references: u64) -> PyResult<String> {
+    py.detach(move || xlat::run::bench_generator(&workload, references))
+        .map(|r| serde_json::to_string(&r).expect("bench result serialises"))
+        .map_err(to_py)
 }
 
 /// The resolved config as TOML text.
@@ -134,5 +176,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(record_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(workload_catalog, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_generator, m)?)?;
     Ok(())
 }

@@ -74,3 +74,116 @@ pub fn bench(workload: &str, references: u64) -> Result<BenchResult> {
         refs_per_second: refs as f64 / seconds.max(1e-9),
     })
 }
+
+/// Write the records of `cfg`'s workload to a native trace at `out`, with the workload's name
+/// and parameters as metadata. Returns the record count.
+pub fn record(
+    cfg: &SimConfig,
+    out: &Path,
+    progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
+) -> Result<u64> {
+    let mut os = crate::os::Os::new(&cfg.os, cfg.pt.levels, cfg.seed)?;
+    let mut source = crate::workload::build(&cfg.workload, &mut os, cfg.seed)?;
+    let mut meta = serde_json::Map::new();
+    meta.insert("workload".into(), cfg.workload.name().into());
+    let params = serde_json::to_value(&cfg.workload).expect("workload config serialises");
+    meta.insert("parameters".into(), params);
+    meta.insert("seed".into(), cfg.seed.into());
+    meta.insert("xlat_version".into(), env!("CARGO_PKG_VERSION").into());
+    let tmp = out.with_extension("xtr.tmp");
+    let mut writer = crate::trace::native::XtrWriter::create(&tmp, meta)?;
+    let total = source.len_hint();
+    let mut buf = Vec::with_capacity(4096);
+    loop {
+        source.fill(&mut buf)?;
+        if buf.is_empty() {
+            break;
+        }
+        writer.write_all(&buf)?;
+        progress(writer.count(), total)?;
+    }
+    let n = writer.finish()?;
+    std::fs::rename(&tmp, out).map_err(|e| Error::file(out, e.to_string()))?;
+    Ok(n)
+}
+
+/// Records per second a workload generator produces on its own (no simulation), to compare
+/// with [`bench`]: generation must never be the bottleneck.
+pub fn bench_generator(workload: &str, references: u64) -> Result<BenchResult> {
+    let ov = vec![
+        format!("workload.name={workload}"),
+        format!("workload.references={references}"),
+    ];
+    let cfg = config::load("baseline-radix", &ov)?;
+    let mut os = crate::os::Os::new(&cfg.os, cfg.pt.levels, cfg.seed)?;
+    let mut source = crate::workload::build(&cfg.workload, &mut os, cfg.seed)?;
+    let mut buf = Vec::with_capacity(4096);
+    let start = Instant::now();
+    let mut n = 0u64;
+    loop {
+        source.fill(&mut buf)?;
+        if buf.is_empty() {
+            break;
+        }
+        n += buf.len() as u64;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(BenchResult {
+        workload: workload.to_string(),
+        references: n,
+        seconds,
+        refs_per_second: n as f64 / seconds.max(1e-9),
+    })
+}
+
+/// One built-in workload as `xlat workloads` lists it.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadInfo {
+    pub name: String,
+    pub description: String,
+    /// The `[workload]` table with every parameter at its default, as TOML.
+    pub defaults: String,
+    /// Bytes of virtual memory the workload allocates at its defaults.
+    pub footprint_bytes: u64,
+}
+
+/// Every built-in workload with its default parameters and footprint (measured by building
+/// it, without mapping memory or running it).
+pub fn workloads() -> Result<Vec<WorkloadInfo>> {
+    let mut out = Vec::new();
+    for (name, description) in crate::workload::WORKLOADS {
+        let defaults_cfg = config::load("baseline-radix", &[format!("workload.name={name}")])?;
+        // Building without populating allocates the VMAs but maps nothing: cheap at any size.
+        let cfg = config::load(
+            "baseline-radix",
+            &[
+                format!("workload.name={name}"),
+                "workload.populate=false".into(),
+                "os.physmem.fragmentation=0.0".into(),
+            ],
+        )?;
+        let mut os = crate::os::Os::new(&cfg.os, cfg.pt.levels, cfg.seed)?;
+        drop(crate::workload::build(&cfg.workload, &mut os, cfg.seed)?);
+        let footprint_bytes = (0..os.processes())
+            .filter_map(|pid| os.process(pid as u16).ok())
+            .flat_map(|p| {
+                p.vmas()
+                    .map(|v| (v.end.0 - v.start.0) * 4096)
+                    .collect::<Vec<_>>()
+            })
+            .sum();
+        let mut table = toml::Table::new();
+        table.insert(
+            "workload".into(),
+            toml::Value::try_from(&defaults_cfg.workload).expect("serialises"),
+        );
+        let defaults = toml::to_string(&table).expect("serialises");
+        out.push(WorkloadInfo {
+            name: name.to_string(),
+            description: description.to_string(),
+            defaults,
+            footprint_bytes,
+        });
+    }
+    Ok(out)
+}

@@ -456,3 +456,33 @@ fn small_overrides() -> Vec<String> {
         "os.physmem.fragmentation=0.0".into(),
     ]
 }
+
+#[test]
+fn workload_catalog_lists_defaults_and_footprints() {
+    let all = xlat::run::workloads().unwrap();
+    let gups = all.iter().find(|w| w.name == "gups").unwrap();
+    assert!(
+        gups.defaults.contains("table_bytes = 4294967296"),
+        "{}",
+        gups.defaults
+    );
+    assert!(gups.footprint_bytes >= 4 << 30);
+    assert!(all
+        .iter()
+        .all(|w| w.footprint_bytes > 0 && !w.description.is_empty()));
+}
+
+#[test]
+fn recorded_trace_carries_workload_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g.xtr");
+    let cfg = small(&["workload.references=5000"]);
+    assert_eq!(
+        xlat::run::record(&cfg, &out, &mut |_, _| Ok(())).unwrap(),
+        5000
+    );
+    let r = xlat::trace::native::XtrReader::open(&out).unwrap();
+    assert_eq!(r.meta().records, Some(5000));
+    assert_eq!(r.meta().meta["workload"], "gups");
+    assert_eq!(r.meta().meta["parameters"]["table_bytes"], 67108864);
+}

@@ -117,6 +117,11 @@ impl Os {
         Ok(pid)
     }
 
+    /// Number of processes spawned.
+    pub fn processes(&self) -> usize {
+        self.processes.len()
+    }
+
     pub fn process(&self, pid: u16) -> Result<&Process> {
         self.processes
             .get(pid as usize)
