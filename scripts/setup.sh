@@ -33,6 +33,17 @@ if [ ! -x "$VENV/bin/python" ]; then
         || die "could not create a venv (on Debian/Ubuntu: apt-get install python3-venv)"
 fi
 
+# The test suite runs a real program under valgrind (lackey trace import): install it if missing.
+if [ "$EXTRAS" = "test" ] && ! command -v valgrind >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        echo "setup: installing valgrind (used by the trace-import tests)"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null \
+            || die "could not install valgrind with apt-get"
+    else
+        die "the tests need valgrind: install it (e.g. sudo apt-get install valgrind) and retry"
+    fi
+fi
+
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 target="."
 if [ -n "$EXTRAS" ]; then
