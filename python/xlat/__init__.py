@@ -10,6 +10,9 @@ caches, DRAM -- and the operating-system work behind it. This package is its Pyt
     print(xlat.format_summary(stats))
 
     xlat.presets()                                  # built-in systems
+    xlat.sweep("baseline-radix", {"mmu.l2tlb.unified.entries": [768, 1536, 3072]},
+               ["gups", "stream"], out="out/l2tlb")  # many runs, resumable
+    df = xlat.load("out/l2tlb")                      # one row per run (pandas)
     print(xlat.resolve_config("perfect-tlb", mmu__l2tlb__unified__entries=2048))
 
 Engine errors (unknown config key, bad geometry, corrupt trace, ...) raise :class:`XlatError`.
@@ -36,7 +39,9 @@ from .api import (
     run_json,
     workloads,
 )
+from .results import load, query
 from .summary import format_comparison, format_summary, speedup
+from .sweep import sweep
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -51,13 +56,16 @@ __all__ = [
     "format_comparison",
     "format_summary",
     "inspect_trace",
+    "load",
     "preset_text",
     "presets",
+    "query",
     "record_trace",
     "resolve_config",
     "run",
     "run_json",
     "speedup",
+    "sweep",
     "workloads",
 ]
 

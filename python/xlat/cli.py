@@ -8,6 +8,10 @@
     xlat bench    [--refs N] [--workload NAME]... [--json]
     xlat presets  [list | show NAME]
     xlat config   [--config NAME|FILE] [--workload NAME] [--set KEY=VALUE]... [--verify] [--refs N]
+    xlat sweep    --config A [--config B]... [--workload W]... [--grid KEY=V1,V2,...]...
+                  [--seeds 1,2] [--set KEY=VALUE]... [--refs N] --out DIR
+                  [--backend local|dask] [--jobs N] [--scheduler ADDR]
+    xlat query    SQL SWEEP_DIR... [--csv | --json]
 
 Every error of the engine or of the command line is printed as ``xlat: error: <message>`` on
 stderr with exit status 2, without a Python traceback.
@@ -23,11 +27,17 @@ import re
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
 
 from . import api
 from .summary import format_comparison, format_summary, speedup
 
-__all__ = ["CliError", "build_parser", "main", "parse_count"]
+__all__ = ["CliError", "build_parser", "main", "parse_count", "parse_grid"]
 
 #: Exit status for user errors (bad option, bad config, engine error), as argparse uses.
 EXIT_USAGE = 2
@@ -314,6 +324,109 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def _toml_value(text: str) -> Any:
+    """A TOML literal (``2048``, ``true``, ``"lru"``, ``0.5``); a bare word is a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split ``text`` at commas that are not inside brackets, braces or quotes."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def parse_grid(entries: Sequence[str]) -> dict[str, list[Any]]:
+    """``["mmu.walkers=1,2,4"]`` -> ``{"mmu.walkers": [1, 2, 4]}`` (values are TOML literals).
+
+    Raises:
+        CliError: an entry without ``=`` or without values, or a key given twice.
+    """
+    grid: dict[str, list[Any]] = {}
+    for entry in entries:
+        key, sep, values = entry.partition("=")
+        key = key.strip()
+        if not sep or not key or not values.strip():
+            raise CliError(
+                f"--grid expects KEY=V1,V2,... (e.g. --grid mmu.walkers=1,2), got {entry!r}"
+            )
+        if key in grid:
+            raise CliError(f"--grid {key} is given twice; list all its values in one option")
+        grid[key] = [_toml_value(v) for v in _split_top_level(values)]
+    return grid
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import sweep
+
+    seeds = None
+    if args.seeds:
+        try:
+            seeds = [int(s) for s in args.seeds.split(",")]
+        except ValueError:
+            raise CliError(
+                f"--seeds expects integers separated by commas, got {args.seeds!r}"
+            ) from None
+    result = sweep(
+        args.config,
+        parse_grid(args.grid),
+        args.workload,
+        seeds,
+        out=args.out,
+        overrides=_overrides(args),
+        backend=args.backend,
+        jobs=args.jobs,
+        scheduler=args.scheduler,
+        progress=_progress(args),
+    )
+    _print(
+        f"sweep {args.out}: {len(result.run_ids)} runs ({result.ran} ran, "
+        f"{result.skipped} already finished, {len(result.failed)} failed) -> "
+        f"{os.path.join(args.out, 'results.parquet')}"
+    )
+    for rid, error in result.failed:
+        sys.stderr.write(f"xlat: run {rid} failed: {error}\n")
+    return 1 if result.failed else 0
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from .results import query
+
+    try:
+        frame = query(args.sql, args.sweeps)
+    except duckdb.Error as exc:
+        raise CliError(f"query failed: {exc}") from None
+    if args.csv:
+        _print(frame.to_csv(index=False))
+    elif args.json:
+        _print(frame.to_json(orient="records", indent=2))
+    else:
+        import pandas as pd
+
+        with pd.option_context(
+            "display.max_rows", None, "display.max_columns", None, "display.width", 200
+        ):
+            _print(frame.to_string(index=False))
+    return 0
+
+
 def _format_inspect(s: dict) -> str:
     lines = [f"{k:<24}{v:>16,}" for k, v in s.items() if isinstance(v, int)]
     for k, v in s.items():
@@ -460,6 +573,85 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_bench)
 
     p = sub.add_parser(
+        "sweep",
+        help="run many simulations (systems x grid x workloads x seeds); resumable",
+        description="Run every combination of systems (--config), swept keys (--grid), "
+        "workloads and seeds. Results go to DIR/runs/<id>/ as each run finishes and are "
+        "collected into DIR/results.parquet; running the same sweep again skips finished runs. "
+        "A failed run is recorded with its error and the sweep goes on (exit status 1 if any "
+        "failed).",
+    )
+    p.add_argument(
+        "-c",
+        "--config",
+        action="append",
+        required=True,
+        metavar="NAME|FILE",
+        help="preset name or TOML config file; repeat to sweep over systems",
+    )
+    p.add_argument(
+        "-w",
+        "--workload",
+        action="append",
+        metavar="NAME",
+        help="built-in workload, repeatable (default: each config's own [workload])",
+    )
+    p.add_argument(
+        "-g",
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2,...",
+        help="sweep a config key over these values (TOML literals); repeat for more keys: "
+        "every combination runs",
+    )
+    p.add_argument("--seeds", metavar="S1,S2,...", help="run every point with each seed")
+    p.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key in every run (as for `xlat run`)",
+    )
+    p.add_argument("--refs", type=parse_count, metavar="N", help="references per run")
+    p.add_argument("--verify", action="store_true", help="check every translation")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", help="the sweep directory")
+    p.add_argument(
+        "--backend",
+        choices=["local", "dask"],
+        default="local",
+        help="local: a process pool on this machine (default); dask: a dask.distributed "
+        "cluster (--scheduler, or a LocalCluster of --jobs workers)",
+    )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=parse_count,
+        default=None,
+        metavar="N",
+        help="parallel runs (local) or LocalCluster workers (dask); default: CPU count",
+    )
+    p.add_argument("--scheduler", metavar="ADDR", help="dask scheduler, e.g. tcp://host:8786")
+    p.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    p.set_defaults(handler=_cmd_sweep)
+
+    p = sub.add_parser(
+        "query",
+        help="run DuckDB SQL over the results of sweeps",
+        description="Run a DuckDB SQL query over the results of one or more sweeps, visible as "
+        'the table `runs` (one row per run; quote dotted columns: "stats.summary.ipc").',
+    )
+    p.add_argument(
+        "sql", metavar="SQL", help="e.g. 'SELECT label, \"stats.summary.ipc\" FROM runs'"
+    )
+    p.add_argument("sweeps", nargs="+", metavar="SWEEP_DIR", help="sweep directories")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--csv", action="store_true", help="print CSV")
+    fmt.add_argument("--json", action="store_true", help="print JSON records")
+    p.set_defaults(handler=_cmd_query)
+
+    p = sub.add_parser(
         "presets",
         help="list the built-in presets, or show one",
         description="List the built-in presets ('xlat presets'), or print one "
@@ -560,7 +752,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print(_version())
         return 0
     if args.command is None:
-        parser.error("a command is required (run, compare, bench, presets, config)")
+        parser.error("a command is required (see xlat --help)")
     try:
         return int(args.handler(args))
     except (CliError, api.OverrideError, api.EngineMissingError) as exc:

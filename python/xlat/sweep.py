@@ -1,0 +1,433 @@
+"""Sweeps: many simulations over a grid of systems, parameters, workloads and seeds.
+
+A sweep is the cartesian product ``systems x grid x workloads x seeds``. Every point becomes a
+:class:`RunSpec`; its id is a content hash of what the engine will actually simulate (the fully
+resolved config, which names the workload, its parameters and the seed) and of the xlat
+version, so the same point always has the same id, and two spellings of the same system share
+one. Runs execute on a *backend*:
+
+* ``local`` (default): a pool of worker processes on this machine (``jobs``);
+* ``dask``: tasks on a ``dask.distributed`` cluster (``scheduler="tcp://..."``, or a
+  ``LocalCluster`` of ``jobs`` workers when no address is given). A task whose worker dies is
+  re-run on another worker by the scheduler.
+
+Workers only simulate and return text; this process writes every result (atomically, as it
+arrives) under ``out/runs/<id>/``, so a cluster needs no shared file system and an interrupted
+sweep loses nothing but the runs in flight. Running the same sweep again skips the finished
+runs. A run that fails (bad config, engine error, a worker that keeps dying) is recorded with
+its error; the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Union
+
+from . import api
+from .results import RUN_FILE, RUNS_DIR, SWEEP_FILE, collect, write_atomic
+
+__all__ = ["RunSpec", "SweepResult", "execute", "plan", "sweep"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+WorkloadSpec = Union[str, Mapping[str, Mapping[str, Any]], Sequence[Any]]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One simulation of a sweep: where it starts from and what it changes."""
+
+    system: str
+    """Preset name or config file the run starts from."""
+    workload: str | None
+    """Built-in workload (``workload.name``), or ``None`` for the config's own."""
+    overrides: tuple[str, ...]
+    """Engine ``key=value`` overrides (workload parameters, grid point, seed, base overrides)."""
+    params: tuple[tuple[str, Any], ...]
+    """The swept keys and their values at this point (for the results table)."""
+    seed: int | None
+    label: str
+    """Short human name of the point (system and swept values), used in plots."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "system": self.system,
+            "workload": self.workload,
+            "overrides": list(self.overrides),
+            "params": dict(self.params),
+            "seed": self.seed,
+            "label": self.label,
+        }
+
+
+@dataclass
+class SweepResult:
+    """What a call of :func:`sweep` did."""
+
+    out: Path
+    run_ids: list[str]
+    ran: int = 0
+    skipped: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    """``(run_id, error)`` of every run that failed in this call."""
+
+    def load(self):
+        """The sweep's results as a pandas DataFrame (see :func:`xlat.load`)."""
+        from .results import load
+
+        return load(self.out)
+
+
+# --------------------------------------------------------------------------------------------
+# Planning: the grid -> run specs -> run ids
+# --------------------------------------------------------------------------------------------
+
+
+def _short_key(key: str) -> str:
+    """The last part of a dotted key, the part a reader recognises (``entries``)."""
+    parts = key.split(".")
+    return (
+        ".".join(parts[-2:]) if parts[-1] in {"entries", "ways", "latency", "size"} else parts[-1]
+    )
+
+
+def _system_label(system: str) -> str:
+    base = os.path.basename(system)
+    return base[: -len(".toml")] if base.endswith(".toml") else base
+
+
+def _normalise_workloads(workloads: WorkloadSpec | None) -> list[tuple[str | None, dict]]:
+    """``"gups"``, ``["gups", "bfs"]``, ``{"gups": {"table_bytes": 2**30}}`` or
+    ``[("bfs", {"scale": 18})]`` -> ``[(name, params)]``; ``None`` keeps each config's own."""
+    if workloads is None:
+        return [(None, {})]
+    if isinstance(workloads, str):
+        return [(workloads, {})]
+    if isinstance(workloads, Mapping):
+        return [(name, dict(params or {})) for name, params in workloads.items()]
+    result: list[tuple[str | None, dict]] = []
+    for entry in workloads:
+        if isinstance(entry, str):
+            result.append((entry, {}))
+        elif isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[0], str):
+            result.append((entry[0], dict(entry[1] or {})))
+        else:
+            raise ValueError(
+                f"a workload must be a name or a (name, {{param: value}}) pair, got {entry!r}"
+            )
+    return result
+
+
+def plan(
+    base: str | Sequence[str],
+    grid: Mapping[str, Sequence[Any]] | None = None,
+    workloads: WorkloadSpec | None = None,
+    seeds: Sequence[int] | None = None,
+    overrides: api.Overrides = None,
+) -> list[RunSpec]:
+    """Expand a sweep into its runs, in a stable order (systems, workloads, grid, seeds).
+
+    Args:
+        base: one or several presets / config files.
+        grid: dotted key -> values to sweep (every combination is run).
+        workloads: see :func:`sweep`.
+        seeds: run every point with each of these seeds (default: the config's seed).
+        overrides: applied to every run before the grid: dotted key -> value, or raw
+            ``"key=value"`` strings as ``--set`` takes them.
+    """
+    systems = [base] if isinstance(base, str) else list(base)
+    if not systems:
+        raise ValueError("a sweep needs at least one system (preset or config file)")
+    grid = dict(grid or {})
+    for key, values in grid.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise ValueError(f"grid[{key!r}] must be a list of values, got {values!r}")
+    keys = list(grid)
+    points = list(itertools.product(*(list(grid[k]) for k in keys))) if keys else [()]
+    seed_list: list[int | None] = list(seeds) if seeds else [None]
+    specs: list[RunSpec] = []
+    for system in systems:
+        for name, wl_params in _normalise_workloads(workloads):
+            for point in points:
+                for seed in seed_list:
+                    ovr = api.build_overrides(name, overrides)
+                    ovr += api.build_overrides(
+                        None, {f"workload.{k}": v for k, v in wl_params.items()}
+                    )
+                    ovr += api.build_overrides(None, dict(zip(keys, point)))
+                    if seed is not None:
+                        ovr.append(f"seed={int(seed)}")
+                    parts = [_system_label(system)] if len(systems) > 1 or not keys else []
+                    parts += [f"{_short_key(k)}={v}" for k, v in zip(keys, point)]
+                    specs.append(
+                        RunSpec(
+                            system=os.fspath(system),
+                            workload=name,
+                            overrides=tuple(ovr),
+                            params=tuple(zip(keys, point)),
+                            seed=seed,
+                            label=" ".join(parts),
+                        )
+                    )
+    return specs
+
+
+def run_id(resolved_config: str, version: str) -> str:
+    """The id of a run: a hash of the resolved config text and the xlat version."""
+    digest = hashlib.sha256(f"xlat {version}\n{resolved_config}".encode()).hexdigest()
+    return digest[:16]
+
+
+# --------------------------------------------------------------------------------------------
+# Executing one run (in a worker: a process of the pool or a dask worker)
+# --------------------------------------------------------------------------------------------
+
+
+def execute(spec: dict[str, Any]) -> dict[str, Any]:
+    """Simulate one run; never raises for an engine error: the error is the result.
+
+    Returns ``{"status", "stats" (JSON text), "config" (resolved TOML), "error", "elapsed_s",
+    "worker"}``. Runs in a worker process, so it only uses its argument and the engine.
+    """
+    core = api.engine()
+    started = time.perf_counter()
+    result: dict[str, Any] = {"worker": f"{socket.gethostname()}:{os.getpid()}"}
+    try:
+        result["config"] = core.resolve(spec["system"], spec["overrides"], None)
+        result["stats"] = core.run(spec["system"], spec["overrides"], None, None, False)
+        result["status"] = "ok"
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # engine errors, panics: recorded, the sweep goes on
+        result["status"] = "failed"
+        result["error"] = f"{type(exc).__name__}: {exc}"
+    result["elapsed_s"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _store(out: Path, rid: str, spec: RunSpec, result: Mapping[str, Any]) -> None:
+    """Persist one finished (or failed) run; ``run.json`` goes last: it marks completion."""
+    run_dir = out / RUNS_DIR / rid
+    if result.get("config"):
+        write_atomic(run_dir / "config.toml", result["config"])
+    if result.get("status") == "ok":
+        write_atomic(run_dir / "stats.json", result["stats"])
+    record = {"run_id": rid, **spec.to_dict()}
+    record.update({k: result.get(k) for k in ("status", "error", "elapsed_s", "worker")})
+    write_atomic(run_dir / RUN_FILE, json.dumps(record, indent=2))
+
+
+def _finished(out: Path, rid: str) -> bool:
+    path = out / RUNS_DIR / rid / RUN_FILE
+    if not path.exists():
+        return False
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("status") == "ok"
+    except (OSError, ValueError):
+        return False
+
+
+# --------------------------------------------------------------------------------------------
+# Backends: each yields (run id, result) as runs finish
+# --------------------------------------------------------------------------------------------
+
+Todo = list[tuple[str, dict[str, Any]]]
+
+
+def _local(todo: Todo, jobs: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A pool of ``jobs`` worker processes. A worker that dies (killed, out of memory) takes
+    only its runs with it: they are recorded as failed and the pool is restarted."""
+    import multiprocessing
+
+    # "spawn": the engine runs threads; forking a process that has threads is unsafe.
+    context = multiprocessing.get_context("spawn")
+    died = {"status": "failed", "error": "the worker process died"}
+    queue = iter(todo)
+    while True:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            # Keep a few runs queued per worker, not the whole sweep: Ctrl-C then has little
+            # to cancel and a dead pool loses only what was in flight.
+            futures: dict[Future, str] = {
+                pool.submit(execute, spec): rid for rid, spec in itertools.islice(queue, 2 * jobs)
+            }
+            if not futures:
+                return
+            broken = False
+            try:
+                while futures and not broken:
+                    done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        rid = futures.pop(fut)
+                        try:
+                            yield rid, fut.result()
+                        except BrokenProcessPool:
+                            broken = True
+                            yield rid, dict(died)
+                    if not broken:
+                        for rid, spec in itertools.islice(queue, len(done)):
+                            futures[pool.submit(execute, spec)] = rid
+                for fut, rid in futures.items():  # a broken pool: its other runs are lost too
+                    fut.cancel()
+                    yield rid, dict(died)
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                raise
+
+
+def _dask(
+    todo: Todo, jobs: int, scheduler: str | None, retries: int
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Submit every run to a dask.distributed cluster; results stream back as they finish."""
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise RuntimeError(
+            "the dask backend needs dask.distributed: pip install 'xlat[dask]'"
+        ) from exc
+    cluster = None
+    if scheduler is None:
+        cluster = LocalCluster(
+            n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+    client = Client(scheduler if scheduler is not None else cluster)
+    try:
+        futures = {
+            client.submit(execute, spec, key=f"xlat-run-{rid}", pure=False, retries=retries): rid
+            for rid, spec in todo
+        }
+        for fut in as_completed(futures):
+            rid = futures[fut]
+            try:
+                yield rid, fut.result()
+            except Exception as exc:  # e.g. KilledWorker: it died on every worker it tried
+                yield rid, {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+# --------------------------------------------------------------------------------------------
+# The sweep
+# --------------------------------------------------------------------------------------------
+
+
+def _progress_bar(total: int, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="run", desc="sweep", file=sys.stderr, dynamic_ncols=True)
+
+
+def sweep(
+    base: str | Sequence[str],
+    grid: Mapping[str, Sequence[Any]] | None = None,
+    workloads: WorkloadSpec | None = None,
+    seeds: Sequence[int] | None = None,
+    *,
+    out: PathLike,
+    overrides: api.Overrides = None,
+    backend: str = "local",
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    retries: int = 1,
+    progress: bool | None = None,
+    on_result: Callable[[str, Mapping[str, Any]], None] | None = None,
+) -> SweepResult:
+    """Run every point of a sweep that is not finished yet, and collect the results.
+
+    Args:
+        base: preset name(s) or config file(s); several systems are one more sweep dimension.
+        grid: dotted config key -> list of values (``{"mmu.l2tlb.unified.entries": [768,
+            1536]}``); every combination runs.
+        workloads: a name (``"gups"``), a list of names, ``{name: {param: value}}`` or
+            ``[(name, {param: value})]``; ``None`` runs each config's own ``[workload]``.
+        seeds: run each point once per seed (default: the config's ``seed``).
+        out: the sweep directory (created; reused to resume).
+        overrides: applied to every run: dotted key -> value, or ``"key=value"`` strings.
+        backend: ``"local"`` (process pool) or ``"dask"``.
+        jobs: parallel runs (local) or workers of the LocalCluster (dask); default: CPU count.
+        scheduler: dask scheduler address (``tcp://host:8786``); default: a LocalCluster.
+        retries: dask retries of a task that raised (worker deaths are retried by the
+            scheduler itself, up to its ``allowed-failures``).
+        progress: draw a progress bar on stderr (default: when stderr is a terminal).
+        on_result: called with ``(run_id, result)`` after each run is stored.
+
+    Returns:
+        A :class:`SweepResult`; ``result.load()`` gives the DataFrame (also in
+        ``out/results.parquet``).
+
+    Raises:
+        xlat.XlatError: a point whose config does not resolve (unknown key, bad value): found
+            before anything runs, with the point named.
+    """
+    out = Path(out)
+    specs = plan(base, grid, workloads, seeds, overrides)
+    core = api.engine()
+    version = core.__version__
+    ids: list[str] = []
+    by_id: dict[str, RunSpec] = {}
+    for spec in specs:
+        try:
+            resolved = core.resolve(spec.system, list(spec.overrides), None)
+        except core.XlatError as exc:
+            raise core.XlatError(f"sweep point {spec.label or spec.system!r}: {exc}") from exc
+        rid = run_id(resolved, version)
+        if rid not in by_id:
+            ids.append(rid)
+            by_id[rid] = spec
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "xlat_version": version,
+        "base": [base] if isinstance(base, str) else list(base),
+        "grid": {k: list(v) for k, v in (grid or {}).items()},
+        "workloads": [[n, p] for n, p in _normalise_workloads(workloads)],
+        "seeds": list(seeds) if seeds else None,
+        "overrides": api.build_overrides(None, overrides),
+        "run_ids": ids,
+    }
+    write_atomic(out / SWEEP_FILE, json.dumps(manifest, indent=2, default=str))
+
+    todo = [(rid, by_id[rid].to_dict()) for rid in ids if not _finished(out, rid)]
+    result = SweepResult(out=out, run_ids=ids, skipped=len(ids) - len(todo))
+    jobs = max(1, int(jobs or os.cpu_count() or 1))
+    if progress is None:
+        progress = sys.stderr.isatty()
+    bar = _progress_bar(len(ids), bool(progress))
+    if bar is not None:
+        bar.update(result.skipped)
+    if backend == "local":
+        stream = _local(todo, jobs)
+    elif backend == "dask":
+        stream = _dask(todo, jobs, scheduler, retries)
+    else:
+        raise ValueError(f"unknown backend {backend!r} (choose 'local' or 'dask')")
+    try:
+        for rid, res in stream:
+            _store(out, rid, by_id[rid], res)
+            result.ran += 1
+            if res.get("status") != "ok":
+                result.failed.append((rid, str(res.get("error"))))
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(failed=len(result.failed))
+            if on_result is not None:
+                on_result(rid, res)
+    finally:
+        if bar is not None:
+            bar.close()
+        # Whatever finished is in the table, even after Ctrl-C.
+        collect(out, ids)
+    return result

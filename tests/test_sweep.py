@@ -1,0 +1,206 @@
+"""Sweeps with the real engine: planning, results, resume after a kill, failures, the Dask
+backend with a worker killed mid-run, and ``xlat query``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import xlat
+from xlat.results import load, query
+from xlat.sweep import plan, sweep
+
+pytestmark = pytest.mark.engine
+
+#: Small, fast runs: a 64 MiB GUPS table on 2 GiB of unfragmented memory.
+TINY = {
+    "os.physmem.bytes": 2 << 30,
+    "os.physmem.fragmentation": 0.0,
+    "workload.references": 20_000,
+}
+GUPS = {"gups": {"table_bytes": 64 << 20}}
+
+
+def run_records(out: Path) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in (out / "runs").glob("*/run.json")}
+
+
+def test_plan_is_the_cartesian_product_in_a_stable_order() -> None:
+    specs = plan(
+        ["baseline-radix", "perfect-tlb"],
+        {"mmu.walkers": [1, 2], "mmu.pwc.latency": [2, 4]},
+        ["gups", "stream"],
+        seeds=[1, 2],
+    )
+    assert len(specs) == 2 * 4 * 2 * 2
+    assert specs[0].label == "baseline-radix walkers=1 pwc.latency=2"
+    assert "seed=2" in specs[1].overrides and specs[1].seed == 2
+    assert [s.workload for s in specs[:8]] == ["gups"] * 8
+    assert plan("baseline-radix", workloads=[("bfs", {"scale": 10})])[0].overrides == (
+        'workload.name="bfs"',
+        "workload.scale=10",
+    )
+
+
+def test_sweep_round_trip_matches_single_runs(tmp_path: Path) -> None:
+    out = tmp_path / "s"
+    res = sweep(
+        "baseline-radix",
+        {"mmu.l2tlb.unified.entries": [768, 1536]},
+        GUPS,
+        out=out,
+        overrides=TINY,
+        jobs=2,
+        progress=False,
+    )
+    assert (res.ran, res.skipped, res.failed) == (2, 0, [])
+    df = xlat.load(out)
+    assert len(df) == 2 and set(df["status"]) == {"ok"}
+    assert sorted(df["param.mmu.l2tlb.unified.entries"]) == [768, 1536]
+    assert set(df["config.mmu.l2tlb.unified.entries"]) == {768, 1536}
+    row = df[df["param.mmu.l2tlb.unified.entries"] == 768].iloc[0]
+    single = xlat.run(
+        "baseline-radix",
+        "gups",
+        overrides={**TINY, "workload.table_bytes": 64 << 20, "mmu.l2tlb.unified.entries": 768},
+    )
+    assert row["stats.summary.cycles"] == single["summary"]["cycles"]
+    assert row["stats.mmu.l2tlb.misses"] == single["mmu"]["l2tlb"]["misses"]
+    # The stored stats are the engine's bytes, and the id names the resolved config.
+    stored = json.loads((out / "runs" / row["run_id"] / "stats.json").read_text())
+    assert stored["summary"] == single["summary"]
+    assert (out / "results.parquet").exists()
+
+
+def test_a_failing_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.xtr"
+    bad = tmp_path / "bad.toml"
+    bad.write_text(f'extends = "baseline-radix"\n[workload]\nname = "trace"\npath = "{missing}"\n')
+    good = tmp_path / "good.toml"
+    good.write_text(
+        'extends = "baseline-radix"\n[workload]\nname = "gups"\n'
+        "table_bytes = 67108864\nreferences = 20000\n"
+    )
+    memory = {k: v for k, v in TINY.items() if k.startswith("os.")}
+    out = tmp_path / "s"
+    res = sweep(
+        [str(bad), str(good)],
+        out=out,
+        overrides=memory,
+        jobs=2,
+        progress=False,
+    )
+    assert res.ran == 2 and len(res.failed) == 1
+    df = load(out).set_index("system")
+    assert df.loc[str(good), "status"] == "ok"
+    assert df.loc[str(bad), "status"] == "failed"
+    assert "no such trace file" in df.loc[str(bad), "error"]
+    # A re-run retries only what is not finished.
+    again = sweep([str(bad), str(good)], out=out, overrides=memory, jobs=1, progress=False)
+    assert (again.ran, again.skipped) == (1, 1)
+
+
+def test_a_bad_point_is_an_error_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(xlat.XlatError, match="walkers"):
+        sweep("baseline-radix", {"mmu.walkers": [1, 0]}, GUPS, out=tmp_path / "s", progress=False)
+    assert not (tmp_path / "s" / "runs").exists()
+
+
+def test_sweep_killed_midway_resumes_and_runs_everything_exactly_once(tmp_path: Path) -> None:
+    out = tmp_path / "s"
+    args = [
+        sys.executable, "-m", "xlat", "sweep", "-c", "baseline-radix", "-w", "gups",
+        "--grid", "mmu.l2tlb.unified.entries=384,768,1536,3072,6144,12288",
+        "--set", "os.physmem.bytes=2147483648", "--set", "os.physmem.fragmentation=0.0",
+        "--set", "workload.table_bytes=67108864", "--refs", "600k",
+        "-j", "1", "-o", str(out), "--no-progress",
+    ]  # fmt: skip
+    proc = subprocess.Popen(args, start_new_session=True, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(run_records(out)) < 2 and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # the whole sweep, workers included: no clean-up
+    proc.wait()
+    first = run_records(out)
+    assert 2 <= len(first) < 6, "the sweep was not interrupted midway"
+    assert all(r["status"] == "ok" for r in first.values())
+
+    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"{6 - len(first)} ran, {len(first)} already finished" in again.stdout
+    final = run_records(out)
+    assert len(final) == 6 and all(r["status"] == "ok" for r in final.values())
+    for rid, record in first.items():  # finished runs were not run again
+        assert final[rid]["worker"] == record["worker"]
+    assert len(load(out)) == 6
+
+
+def test_dask_backend_retries_the_run_of_a_killed_worker(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    client = distributed.Client(cluster)
+    try:
+        pids = client.run(os.getpid)
+        out = tmp_path / "s"
+        done: dict = {}
+
+        def run_sweep() -> None:
+            done["result"] = sweep(
+                "baseline-radix",
+                {"mmu.walkers": [1, 2, 3, 4]},
+                GUPS,
+                out=out,
+                overrides={**TINY, "workload.references": 1_500_000},
+                backend="dask",
+                scheduler=cluster.scheduler_address,
+                progress=False,
+            )
+
+        thread = threading.Thread(target=run_sweep)
+        thread.start()
+        killed_pid = None
+        deadline = time.monotonic() + 120
+        while killed_pid is None and time.monotonic() < deadline:
+            for address, keys in client.processing().items():
+                if keys and address in pids:
+                    killed_pid = pids[address]
+                    time.sleep(0.3)  # let it get into the simulation
+                    os.kill(killed_pid, signal.SIGKILL)
+                    break
+            time.sleep(0.05)
+        thread.join(timeout=300)
+        assert killed_pid is not None, "no task was ever seen running"
+        result = done["result"]
+        assert result.failed == [], result.failed
+        records = run_records(out)
+        assert len(records) == 4 and all(r["status"] == "ok" for r in records.values())
+        assert all(not r["worker"].endswith(f":{killed_pid}") for r in records.values())
+    finally:
+        client.close()
+        cluster.close()
+
+
+def test_query_runs_sql_over_sweeps(tmp_path: Path, run_cli) -> None:
+    out = tmp_path / "s"
+    sweep(
+        ["baseline-radix", "perfect-tlb"], workloads=GUPS, out=out, overrides=TINY, progress=False
+    )
+    frame = query('SELECT label, "stats.summary.walks" AS walks FROM runs ORDER BY label', [out])
+    assert frame["label"].tolist() == ["baseline-radix", "perfect-tlb"]
+    assert frame["walks"].iloc[0] > 0 and frame["walks"].iloc[1] == 0
+    cli = run_cli("query", "SELECT count(*) AS n FROM runs WHERE status = 'ok'", out, "--csv")
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stdout.split() == ["n", "2"]
+    bad = run_cli("query", "SELECT nope FROM runs", out)
+    assert bad.returncode == 2 and "nope" in bad.stderr and "Traceback" not in bad.stderr
