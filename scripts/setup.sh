@@ -33,14 +33,22 @@ if [ ! -x "$VENV/bin/python" ]; then
         || die "could not create a venv (on Debian/Ubuntu: apt-get install python3-venv)"
 fi
 
-# The test suite runs a real program under valgrind (lackey trace import): install it if missing.
-if [ "$EXTRAS" = "test" ] && ! command -v valgrind >/dev/null 2>&1; then
-    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-        echo "setup: installing valgrind (used by the trace-import tests)"
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null \
-            || die "could not install valgrind with apt-get"
-    else
-        die "the tests need valgrind: install it (e.g. sudo apt-get install valgrind) and retry"
+# System programs the test suite drives for real: valgrind (lackey trace import runs a real
+# program under it) and Chromium (the HTML report is rendered headless). Installed if missing.
+if [ "$EXTRAS" = "test" ]; then
+    missing=()
+    command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+    command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+        || missing+=(chromium)
+    if [ "${#missing[@]}" -gt 0 ]; then
+        if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+            echo "setup: installing ${missing[*]} (used by the tests)"
+            apt-get update -qq \
+                && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
+                || die "could not install ${missing[*]} with apt-get"
+        else
+            die "the tests need ${missing[*]}: install them (e.g. sudo apt-get install ${missing[*]}) and retry"
+        fi
     fi
 fi
 
