@@ -393,6 +393,26 @@ fn hugetlb_1g_backs_gups_with_1g_pages() {
 }
 
 #[test]
+fn os_hugetlb_1g_backs_every_large_region_of_any_workload() {
+    // STREAM's three 1.5 GiB arrays: one 1 GiB page each, the remaining 512 MiB in 2 MiB pages.
+    let cfg = small(&[
+        "workload.name=stream",
+        "workload.array_bytes=1610612736",
+        "workload.references=30000",
+        "os.physmem.bytes=8589934592",
+        "os.hugetlb_1g=true",
+        "sim.verify=true",
+    ]);
+    let stats = Simulation::new(cfg)
+        .unwrap()
+        .run(&mut |_, _| Ok(()))
+        .unwrap();
+    assert_eq!(stats.os.faults.mapped_1g, 3);
+    assert_eq!(stats.os.faults.mapped_2m, 3 * 256);
+    assert_eq!(stats.os.faults.mapped_4k, 0);
+}
+
+#[test]
 fn booted_memory_has_the_requested_fragmentation() {
     for target in [0.0, 0.4, 0.7] {
         let cfg = small(&[

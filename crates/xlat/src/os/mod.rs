@@ -23,6 +23,13 @@ pub struct OsConfig {
     pub minor_fault_cycles: u64,
     /// Transparent huge pages: `never`, or `always` (map 2 MiB on fault when possible).
     pub thp: ThpPolicy,
+    /// Back every anonymous region of 2 MiB or more with explicit 1 GiB pages (falling back to
+    /// 2 MiB, then 4 KiB, where a 1 GiB page does not fit or no free 1 GiB block exists), as a
+    /// big-memory program that asks hugetlbfs for its heap does (Gandhi et al. §VIII run their
+    /// workloads this way). Lets any workload run on 1 GiB pages, not only those with a
+    /// `hugetlb_1g` knob of their own.
+    #[serde(default)]
+    pub hugetlb_1g: bool,
     pub physmem: PhysMemConfig,
 }
 
@@ -134,6 +141,12 @@ impl Os {
 
     /// Reserve `bytes` of virtual address space (no physical memory until first touch).
     pub fn mmap(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<VirtAddr> {
+        let kind = match kind {
+            MapKind::Anon if self.cfg.hugetlb_1g && bytes >= PageSize::Size2M.bytes() => {
+                MapKind::Huge1G
+            }
+            k => k,
+        };
         self.process_mut(pid)?.mmap(bytes, kind)
     }
 
