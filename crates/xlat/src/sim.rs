@@ -139,6 +139,8 @@ impl Simulation {
             faults: self.os.stats.faults.minor,
             pt_bytes: self.os.pt_bytes(),
             free_frames: self.os.buddy.free_frames(),
+            l2_translation_fraction: self.mem.cache(Level::L2).translation_fraction(),
+            llc_translation_fraction: self.mem.cache(Level::Llc).translation_fraction(),
         });
     }
 

@@ -324,6 +324,11 @@ fn same_config_and_seed_give_identical_stats() {
         .unwrap();
     assert_eq!(a.to_json(), b.to_json());
     assert!(!a.epochs.is_empty());
+    // GUPS walks fill the L2 with page-table blocks (Utopia Fig 3), sampled every epoch.
+    assert!(a
+        .epochs
+        .iter()
+        .all(|e| e.l2_translation_fraction > 0.0 && e.l2_translation_fraction < 1.0));
     let c = Simulation::new(small(&["seed=2"]))
         .unwrap()
         .run(&mut |_, _| Ok(()))

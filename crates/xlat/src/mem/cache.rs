@@ -86,6 +86,16 @@ impl Cache {
         occ
     }
 
+    /// Fraction of this cache's capacity holding translation metadata right now.
+    pub fn translation_fraction(&self) -> f64 {
+        Self::translation_share(&self.occupancy(), self.capacity_blocks())
+    }
+
+    fn translation_share(occupancy: &[u64; KINDS], capacity_blocks: u64) -> f64 {
+        // Kind 0 is data; every other kind is translation metadata.
+        occupancy[1..].iter().sum::<u64>() as f64 / capacity_blocks as f64
+    }
+
     pub fn capacity_blocks(&self) -> u64 {
         (self.array.sets() * self.array.ways()) as u64
     }
@@ -105,14 +115,13 @@ impl Cache {
         }
         let hits: u64 = self.stats.by_kind.iter().map(|h| h.hits).sum();
         let misses: u64 = self.stats.by_kind.iter().map(|h| h.misses).sum();
-        let translation_blocks: u64 = occ[1..].iter().sum();
         CacheSnapshot {
             hits,
             misses,
             writebacks: self.stats.writebacks,
             by_kind,
             occupancy,
-            translation_fraction: translation_blocks as f64 / self.capacity_blocks() as f64,
+            translation_fraction: Self::translation_share(&occ, self.capacity_blocks()),
         }
     }
 }

@@ -92,4 +92,8 @@ pub struct EpochSample {
     pub faults: u64,
     pub pt_bytes: u64,
     pub free_frames: u64,
+    /// Fraction of the L2 / LLC blocks holding translation metadata at the end of the epoch
+    /// (Utopia Fig 3 averages these over epochs of 1M instructions).
+    pub l2_translation_fraction: f64,
+    pub llc_translation_fraction: f64,
 }
