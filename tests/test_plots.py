@@ -127,6 +127,9 @@ def test_grouped_bars_averages_seeds_and_draws_min_max_error_bars() -> None:
 def test_grouped_bars_single_seed_has_no_error_bars() -> None:
     fig = plots.grouped_bars(frames.results(), "cycles")
     assert error_ranges(fig).shape == (0, 2)
+    # Several seeds that agree exactly (MPKI does not depend on the seed here): no range.
+    fig = plots.grouped_bars(frames.results(seeds=(1, 2)), "l2tlb_mpki", summary="mean")
+    assert error_ranges(fig).shape == (0, 2)
 
 
 def test_grouped_bars_normalised_error_bars_follow_the_baseline_mean() -> None:

@@ -321,7 +321,8 @@ def grouped_bars(
             label=str(hue_value),
         )
         handles.append(bars)
-        spread = keep & (counts[:, j] > 1)
+        # Seeds that all agree give no visible range: no error bar then.
+        spread = keep & (counts[:, j] > 1) & (highs[:, j] > lows[:, j])
         if spread.any():
             ax.errorbar(
                 np.arange(len(names))[spread] + offset,
