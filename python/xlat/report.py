@@ -102,7 +102,8 @@ window.addEventListener("load", function () {
 
 
 def format_number(value: Any) -> str:
-    """A table cell: integers with thousands separators, reals with 3-4 significant digits.
+    """A table cell: integers (and reals from 1000 up) with thousands separators, smaller
+    reals with 3 decimals (4 below 1, scientific below 0.001).
 
     ``None``/NaN print as ``n/a``; non-numbers as their ``str``.
     """
