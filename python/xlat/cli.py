@@ -12,6 +12,7 @@
                   [--seeds 1,2] [--set KEY=VALUE]... [--refs N] --out DIR
                   [--backend local|dask] [--jobs N] [--scheduler ADDR]
     xlat query    SQL SWEEP_DIR... [--csv | --json]
+    xlat report   SWEEP_DIR [--out FILE]
 
 Every error of the engine or of the command line is printed as ``xlat: error: <message>`` on
 stderr with exit status 2, without a Python traceback.
@@ -427,6 +428,14 @@ def _cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .report import report_main
+
+    path = report_main(args.sweep, args.out)
+    _print(f"report: {path}")
+    return 0
+
+
 def _format_inspect(s: dict) -> str:
     lines = [f"{k:<24}{v:>16,}" for k, v in s.items() if isinstance(v, int)]
     for k, v in s.items():
@@ -650,6 +659,17 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--csv", action="store_true", help="print CSV")
     fmt.add_argument("--json", action="store_true", help="print JSON records")
     p.set_defaults(handler=_cmd_query)
+
+    p = sub.add_parser(
+        "report",
+        help="write a self-contained HTML report of a sweep",
+        description="Write one self-contained HTML page (figures embedded, tables beside them) "
+        "for the sweep in SWEEP_DIR: IPC, speed-up, L2 TLB MPKI, walk latency and walk "
+        "references by level per workload, and metrics over a swept parameter.",
+    )
+    p.add_argument("sweep", metavar="SWEEP_DIR", help="the sweep directory")
+    p.add_argument("-o", "--out", metavar="FILE", help="output (default SWEEP_DIR/report.html)")
+    p.set_defaults(handler=_cmd_report)
 
     p = sub.add_parser(
         "presets",

@@ -35,6 +35,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator, ScalarFormatter
 
+from .results import write_atomic
+
 __all__ = [
     "grouped_bars",
     "lines",
@@ -42,7 +44,6 @@ __all__ = [
     "resolve_column",
     "save",
     "stacked_bars",
-    "write_atomic",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -564,24 +565,6 @@ def png_bytes(fig: Figure, dpi: int = 150) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, facecolor="white")
     return buffer.getvalue()
-
-
-def write_atomic(path: PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and a rename (never half-written).
-
-    Missing parent directories are created. Returns ``path`` as a :class:`~pathlib.Path`.
-    """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    except BaseException:
-        if tmp.exists():
-            tmp.unlink()
-        raise
-    return target
 
 
 def save(fig: Figure, path: PathLike) -> Path:

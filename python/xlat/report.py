@@ -33,6 +33,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from . import plots
+from .results import RUNS_DIR, load, write_atomic
 
 __all__ = [
     "default_figures",
@@ -395,7 +396,7 @@ def write_report(
         f"<script>{_IMAGE_CHECK}</script></head>\n"
         "<body>\n" + "\n".join(body) + "\n</body></html>\n"
     )
-    return plots.write_atomic(path, page.encode("utf-8"))
+    return write_atomic(path, page)
 
 
 def report_main(sweep_dir: PathLike, out: PathLike | None = None) -> Path:
@@ -409,9 +410,9 @@ def report_main(sweep_dir: PathLike, out: PathLike | None = None) -> Path:
     """
     directory = Path(sweep_dir)
     results = directory / RESULTS_FILE
-    if not results.is_file():
+    if not results.is_file() and not (directory / RUNS_DIR).is_dir():
         raise FileNotFoundError(f"{results}: no sweep results here (run the sweep first)")
-    df = pd.read_parquet(results)
+    df = load(directory)  # rebuilt from the run folders if a run finished after the Parquet
     target = Path(out) if out is not None else directory / REPORT_FILE
     name = directory.resolve().name
     return write_report(df, target, title=f"xlat sweep {name}")

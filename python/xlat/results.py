@@ -60,12 +60,22 @@ RESULTS_FILE = "results.parquet"
 RUN_FILE = "run.json"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename (never half-written)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def write_atomic(path: PathLike, data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file and a rename, so that a reader (or a
+    resumed sweep) never sees a half-written file. Creates missing parent directories."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        if isinstance(data, str):
+            tmp.write_text(data, encoding="utf-8")
+        else:
+            tmp.write_bytes(data)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
