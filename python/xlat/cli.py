@@ -13,6 +13,7 @@
                   [--backend local|dask] [--jobs N] [--scheduler ADDR]
     xlat query    SQL SWEEP_DIR... [--csv | --json]
     xlat report   SWEEP_DIR [--out FILE]
+    xlat reproduce [--list] [ID | all] [--quick | --tiny | --scale S] [--out DIR] [--jobs N]
 
 Every error of the engine or of the command line is printed as ``xlat: error: <message>`` on
 stderr with exit status 2, without a Python traceback.
@@ -436,6 +437,77 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _format_comparison_table(table: Any) -> str:
+    def num(v: Any) -> str:
+        return "-" if v is None or v != v else f"{v:.3g}"
+
+    width = max([len("quantity"), *(len(q) for q in table["quantity"])])
+    lines = [f"  {'quantity':<{width}}  {'ours':>9}  {'paper':>9}  {'ratio':>7}"]
+    for row in table.itertuples(index=False):
+        lines.append(
+            f"  {row.quantity:<{width}}  {num(row.ours):>9}  {num(row.paper):>9}  "
+            f"{num(row.ratio):>7}"
+        )
+    return "\n".join(lines)
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from . import experiments
+    from .report import write_report
+
+    if args.list or not args.id:
+        for rep in experiments.reproductions():
+            _print(f"{rep.id:<16} {rep.paper} {rep.figure}: {rep.title}")
+        return 0
+    scale = "tiny" if args.tiny else "quick" if args.quick else args.scale
+    ids = [r.id for r in experiments.reproductions()] if args.id == "all" else [args.id]
+    try:
+        chosen = [experiments.get(i) for i in ids]
+    except KeyError as exc:
+        raise CliError(str(exc.args[0])) from None
+    outcomes = []
+    for rep in chosen:
+        sys.stderr.write(f"xlat reproduce: {rep.id} ({rep.paper} {rep.figure}), scale {scale}\n")
+        outcome = experiments.reproduce(
+            rep.id,
+            scale=scale,
+            out=args.out,
+            backend=args.backend,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+            progress=_progress(args),
+        )
+        outcomes.append(outcome)
+        _print(f"{rep.id}: {rep.paper} {rep.figure}: {rep.title}")
+        _print(_format_comparison_table(outcome.comparison))
+        _print(f"  -> {outcome.report}\n")
+    if len(outcomes) > 1:
+        import pandas as pd
+
+        figures, tables = [], []
+        for o in outcomes:
+            rep = o.reproduction
+            analysis_figs = [
+                (f"{rep.id}: {cap}", fig) for cap, fig in rep.analyse(o.results).figures
+            ]
+            figures += analysis_figs
+            tables.append(
+                (
+                    f"{rep.id} ({rep.paper} {rep.figure}): ours vs the paper. {rep.notes}",
+                    o.comparison,
+                )
+            )
+        path = write_report(
+            pd.concat([o.results for o in outcomes], ignore_index=True, sort=False),
+            os.path.join(args.out, "report.html"),
+            title=f"xlat reproductions (scale: {scale})",
+            figures=figures,
+            tables=tables,
+        )
+        _print(f"report: {path}")
+    return 0
+
+
 def _format_inspect(s: dict) -> str:
     lines = [f"{k:<24}{v:>16,}" for k, v in s.items() if isinstance(v, int)]
     for k, v in s.items():
@@ -670,6 +742,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("sweep", metavar="SWEEP_DIR", help="the sweep directory")
     p.add_argument("-o", "--out", metavar="FILE", help="output (default SWEEP_DIR/report.html)")
     p.set_defaults(handler=_cmd_report)
+
+    p = sub.add_parser(
+        "reproduce",
+        help="reproduce a figure or table of the seed papers",
+        description="Run the sweep a paper's figure needs, draw it in the paper's style and "
+        "print our numbers beside the published ones (ours | paper | ratio). 'all' runs every "
+        "reproduction and writes one combined report.",
+    )
+    p.add_argument("id", nargs="?", metavar="ID|all", help="reproduction id (see --list)")
+    p.add_argument("--list", action="store_true", help="list the reproductions")
+    scale = p.add_mutually_exclusive_group()
+    scale.add_argument(
+        "--scale",
+        choices=["tiny", "quick", "full"],
+        default="full",
+        help="input sizes and run lengths: tiny (seconds), quick (minutes), full (default; "
+        "closest to the papers, hours)",
+    )
+    scale.add_argument("--quick", action="store_true", help="the same as --scale quick")
+    scale.add_argument("--tiny", action="store_true", help="the same as --scale tiny")
+    p.add_argument(
+        "-o", "--out", default="out/reproduce", metavar="DIR", help="default out/reproduce"
+    )
+    p.add_argument("--backend", choices=["local", "dask"], default="local")
+    p.add_argument("-j", "--jobs", type=parse_count, default=None, metavar="N")
+    p.add_argument("--scheduler", metavar="ADDR", help="dask scheduler address")
+    p.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
+    p.set_defaults(handler=_cmd_reproduce)
 
     p = sub.add_parser(
         "presets",

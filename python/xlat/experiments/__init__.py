@@ -1,0 +1,37 @@
+"""Reproductions of the seed papers' figures and tables (``xlat reproduce``).
+
+Each reproduction runs a sweep at a chosen scale, draws the figure in the paper's style and
+compares our numbers with the paper's published ones (kept in :file:`published.toml` with their
+sources)::
+
+    from xlat import experiments
+    [r.id for r in experiments.reproductions()]
+    outcome = experiments.reproduce("utopia-fig5", scale="quick")
+    print(outcome.comparison)          # quantity | ours | paper | ratio | source
+"""
+
+from .registry import (
+    SCALES,
+    Analysis,
+    Outcome,
+    Reproduction,
+    System,
+    get,
+    published,
+    register,
+    reproduce,
+    reproductions,
+)
+
+__all__ = [
+    "SCALES",
+    "Analysis",
+    "Outcome",
+    "Reproduction",
+    "System",
+    "get",
+    "published",
+    "register",
+    "reproduce",
+    "reproductions",
+]

@@ -1,0 +1,245 @@
+"""The reproduction framework: what a reproduction declares, and how ``xlat reproduce`` runs it.
+
+A :class:`Reproduction` names its paper and figure, the systems and workloads it simulates at
+each scale, and an ``analyse`` function that turns the sweep's results into figures and the
+quantities the paper states. Running one is: write the systems as config files, run the sweep
+(resumable, any backend), analyse, then write the figures, a table "ours | paper | ratio" built
+from :file:`published.toml`, and an HTML page with both and the reproduction's notes on
+expected differences.
+
+Scales: ``tiny`` (a few seconds; what the tests run), ``quick`` (minutes on a laptop: the
+README's main job), ``full`` (closer to the papers' sizes; hours).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Union
+
+import pandas as pd
+
+from .. import plots
+from ..report import write_report
+from ..results import write_atomic
+from ..sweep import sweep
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
+
+__all__ = [
+    "SCALES",
+    "Analysis",
+    "Outcome",
+    "Reproduction",
+    "System",
+    "get",
+    "published",
+    "register",
+    "reproduce",
+    "reproductions",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+SCALES = ("tiny", "quick", "full")
+
+
+@dataclass(frozen=True)
+class System:
+    """A simulated system of a reproduction: a preset plus a few changed keys."""
+
+    preset: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    def toml(self) -> str:
+        """A config file for it (``extends`` the preset; dotted keys for the changes)."""
+        from ..api import to_toml_literal
+
+        lines = [f'extends = "{self.preset}"']
+        lines += [f"{key} = {to_toml_literal(value)}" for key, value in self.overrides.items()]
+        return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Analysis:
+    """What a reproduction's ``analyse`` returns."""
+
+    figures: list[tuple[str, Any]]
+    """``(caption, matplotlib Figure)`` in the paper's style."""
+    values: dict[str, float]
+    """Our value of every quantity key the paper states (see :file:`published.toml`)."""
+    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+    """Extra tables (per-workload numbers behind the figures)."""
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    id: str
+    paper: str
+    figure: str
+    title: str
+    systems: Mapping[str, System]
+    """Label -> system; the labels are the bars' names."""
+    workloads: Mapping[str, Mapping[str, Mapping[str, Any]]]
+    """Scale -> {workload name: {parameter: value}}."""
+    references: Mapping[str, int]
+    """Scale -> memory references per run."""
+    analyse: Callable[[pd.DataFrame], Analysis]
+    notes: str
+    """Why our numbers may differ from the paper's (shown beside the table)."""
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    """Applied to every run (e.g. ``sim.epoch_instructions``)."""
+
+
+@dataclass
+class Outcome:
+    """The result of running one reproduction."""
+
+    reproduction: Reproduction
+    out: Path
+    results: pd.DataFrame
+    comparison: pd.DataFrame
+    figures: list[Path]
+    report: Path
+    analysis: Analysis
+
+
+_REGISTRY: dict[str, Reproduction] = {}
+
+
+def register(reproduction: Reproduction) -> Reproduction:
+    if reproduction.id in _REGISTRY:
+        raise ValueError(f"reproduction {reproduction.id!r} registered twice")
+    _REGISTRY[reproduction.id] = reproduction
+    return reproduction
+
+
+def _load_all() -> None:
+    # Importing the per-paper modules registers their reproductions.
+    from . import gandhi, utopia  # noqa: F401
+
+
+def reproductions() -> list[Reproduction]:
+    """Every reproduction, in a stable order."""
+    _load_all()
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+def get(reproduction_id: str) -> Reproduction:
+    """The reproduction ``reproduction_id``.
+
+    Raises:
+        KeyError: with the list of known ids.
+    """
+    _load_all()
+    try:
+        return _REGISTRY[reproduction_id]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY))
+        raise KeyError(f"no reproduction {reproduction_id!r} (known: {known})") from None
+
+
+def published(reproduction_id: str | None = None) -> pd.DataFrame:
+    """The published values (of one reproduction, or all), with their sources."""
+    path = Path(__file__).with_name("published.toml")
+    values = tomllib.loads(path.read_text(encoding="utf-8"))["value"]
+    frame = pd.DataFrame(values)
+    if reproduction_id is not None:
+        frame = frame[frame["reproduction"] == reproduction_id].reset_index(drop=True)
+    return frame
+
+
+def comparison(reproduction_id: str, ours: Mapping[str, float]) -> pd.DataFrame:
+    """The table "quantity | ours | paper | ratio | source" of one reproduction."""
+    rows = []
+    for entry in published(reproduction_id).to_dict("records"):
+        value = ours.get(entry["key"])
+        ratio = value / entry["value"] if value is not None and entry["value"] else None
+        rows.append(
+            {
+                "quantity": entry["quantity"],
+                "ours": value,
+                "paper": entry["value"],
+                "ratio": ratio,
+                "source": entry["source"],
+            }
+        )
+    return pd.DataFrame(rows, columns=["quantity", "ours", "paper", "ratio", "source"])
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.3g}"
+        return "" if v is None else str(v)
+
+    head = "| " + " | ".join(frame.columns) + " |"
+    rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(False)]
+    return "\n".join([head, rule, *body]) + "\n"
+
+
+def reproduce(
+    reproduction_id: str,
+    *,
+    scale: str = "quick",
+    out: PathLike = "out/reproduce",
+    backend: str = "local",
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    progress: bool | None = None,
+) -> Outcome:
+    """Run one reproduction and write its figures, comparison table and HTML page.
+
+    Output in ``out/<id>/``: ``sweep/`` (every run, resumable), ``fig<N>.png``,
+    ``comparison.csv`` and ``comparison.md`` (ours | paper | ratio), ``report.html``.
+    """
+    rep = get(reproduction_id)
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r} (choose from {', '.join(SCALES)})")
+    base = Path(out) / rep.id
+    systems_dir = base / "systems"
+    configs = []
+    for label, system in rep.systems.items():
+        path = systems_dir / f"{label}.toml"
+        write_atomic(path, system.toml())
+        configs.append(str(path))
+    overrides = {**rep.overrides, "workload.references": rep.references[scale]}
+    result = sweep(
+        configs,
+        workloads={k: dict(v) for k, v in rep.workloads[scale].items()},
+        out=base / "sweep",
+        overrides=overrides,
+        backend=backend,
+        jobs=jobs,
+        scheduler=scheduler,
+        progress=progress,
+    )
+    df = result.load()
+    if result.failed:
+        errors = "; ".join(f"{rid}: {err}" for rid, err in result.failed)
+        raise RuntimeError(f"reproduction {rep.id}: {len(result.failed)} runs failed: {errors}")
+    # Bars are named by system label (the config file's stem), not by the run's point.
+    df["label"] = df["system"].map(lambda s: Path(s).stem)
+    analysis = rep.analyse(df)
+    table = comparison(rep.id, analysis.values)
+    write_atomic(base / "comparison.csv", table.to_csv(index=False))
+    write_atomic(base / "comparison.md", _markdown(table))
+    write_atomic(base / "values.json", json.dumps(analysis.values, indent=2, sort_keys=True))
+    figures = []
+    for n, (_caption, fig) in enumerate(analysis.figures, 1):
+        figures.append(plots.save(fig, base / f"fig{n}.png"))
+    report = write_report(
+        df,
+        base / "report.html",
+        title=f"{rep.paper} {rep.figure}: {rep.title} (scale: {scale})",
+        figures=analysis.figures,
+        tables=[(f"Ours vs the paper. {rep.notes}", table), *analysis.tables],
+    )
+    return Outcome(rep, base, df, table, figures, report, analysis)
