@@ -487,10 +487,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         figures, tables = [], []
         for o in outcomes:
             rep = o.reproduction
-            analysis_figs = [
-                (f"{rep.id}: {cap}", fig) for cap, fig in rep.analyse(o.results).figures
-            ]
-            figures += analysis_figs
+            figures += [(f"{rep.id}: {caption}", fig) for caption, fig in o.analysis.figures]
             tables.append(
                 (
                     f"{rep.id} ({rep.paper} {rep.figure}): ours vs the paper. {rep.notes}",
