@@ -1,0 +1,51 @@
+"""Every reproduction at tiny scale: runs, draws its figures, and compares with the paper."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib.image
+import pytest
+
+from xlat import experiments
+
+pytestmark = pytest.mark.engine
+
+IDS = [r.id for r in experiments.reproductions()]
+
+
+def test_every_published_value_belongs_to_a_reproduction_and_has_a_source() -> None:
+    table = experiments.published()
+    assert set(table["reproduction"]) <= set(IDS)
+    assert table["source"].str.len().min() > 20
+    assert not table.duplicated(["reproduction", "key"]).any()
+
+
+@pytest.mark.parametrize("reproduction_id", IDS)
+def test_reproduction_at_tiny_scale(reproduction_id: str, tmp_path: Path) -> None:
+    outcome = experiments.reproduce(
+        reproduction_id, scale="tiny", out=tmp_path, jobs=2, progress=False
+    )
+    rep = outcome.reproduction
+    df = outcome.results
+    expected_runs = len(rep.systems) * len(rep.workloads["tiny"])
+    assert len(df) == expected_runs and set(df["status"]) == {"ok"}
+    assert outcome.figures, "no figure drawn"
+    for png in outcome.figures:
+        image = matplotlib.image.imread(png)
+        assert image.shape[0] > 100 and image.shape[1] > 100
+    table = outcome.comparison
+    assert list(table.columns) == ["quantity", "ours", "paper", "ratio", "source"]
+    assert len(table) == len(experiments.published(reproduction_id))
+    for row in table.itertuples(index=False):
+        assert row.ours is not None and math.isfinite(row.ours), row.quantity
+        assert math.isclose(row.ratio, row.ours / row.paper)
+    html = outcome.report.read_text()
+    assert html.count("<img") == len(outcome.figures)
+    assert "ratio" in html
+    # Re-running finds every run finished: nothing is simulated twice.
+    again = experiments.reproduce(
+        reproduction_id, scale="tiny", out=tmp_path, jobs=2, progress=False
+    )
+    assert again.comparison.equals(table)
