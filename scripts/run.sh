@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Set up (venv + pip install .) and run the main job: GUPS on the x86-64 radix baseline versus a
-# perfect TLB, i.e. how much of the run time goes into address translation.
+# Set up (venv + pip install .) and run the main job: the quick reproduction set of the seed
+# papers' baseline figures (Utopia Figs 1-5, Gandhi Fig 11 native), each figure drawn in the
+# paper's style with our numbers beside the published ones, and one HTML report of it all.
 #
-#   bash scripts/run.sh                    # results in out/main/
-#   XLAT_REFS=20M bash scripts/run.sh      # more references (default 5M: about a minute)
-#   bash scripts/run.sh --jobs 2           # extra options go to `xlat compare`
+#   bash scripts/run.sh                     # out/reproduce/report.html (a few minutes)
+#   XLAT_SCALE=tiny bash scripts/run.sh     # seconds: a smoke test of the whole pipeline
+#   XLAT_SCALE=full bash scripts/run.sh     # closest to the papers (hours)
+#   bash scripts/run.sh --jobs 2            # extra options go to `xlat reproduce`
 #
-# Writes out/main/summary.txt, out/main/compare.json and, per system, out/main/<preset>/
-# stats.json + config.toml (the resolved config, to rerun exactly the same system).
+# Re-running resumes: finished simulations are not run again.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,15 +16,8 @@ cd "$ROOT"
 
 bash scripts/setup.sh
 
-REFS="${XLAT_REFS:-5000000}"
-OUT="out/main"
-mkdir -p "$OUT"
-.venv/bin/xlat compare \
-    --config baseline-radix \
-    --config perfect-tlb \
-    --workload gups \
-    --refs "$REFS" \
-    --out "$OUT" \
-    "$@"
+SCALE="${XLAT_SCALE:-quick}"
+OUT="out/reproduce"
+.venv/bin/xlat reproduce all --scale "$SCALE" --out "$OUT" "$@"
 echo
-echo "results: $OUT/summary.txt, $OUT/compare.json, $OUT/<preset>/{stats.json,config.toml}"
+echo "results: $OUT/report.html (figures + ours-vs-paper tables), $OUT/<id>/ per reproduction"
