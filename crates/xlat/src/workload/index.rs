@@ -503,6 +503,27 @@ mod tests {
     }
 
     #[test]
+    fn configs_parse_by_name_and_reject_bad_keys() {
+        use crate::workload::WorkloadConfig;
+        for name in [
+            "hashtable",
+            "skiplist",
+            "bst-int",
+            "bst-ext",
+            "btree",
+            "xsbench",
+        ] {
+            let w: WorkloadConfig = toml::from_str(&format!("name = \"{name}\"")).unwrap();
+            assert_eq!(w.name(), name);
+            w.validate("workload").unwrap();
+        }
+        let w: WorkloadConfig = toml::from_str("name = \"bst-ext\"\nreferences = 0").unwrap();
+        let msg = w.validate("workload").unwrap_err().to_string();
+        assert!(msg.contains("workload.references"), "{msg}");
+        assert!(toml::from_str::<WorkloadConfig>("name = \"skiplist\"\nkey = 5").is_err());
+    }
+
+    #[test]
     fn bad_mix_parameters_name_their_key() {
         let good = MixConfig {
             keys: 100,
