@@ -677,6 +677,41 @@ mod tests {
     }
 
     #[test]
+    fn leaf_split_moves_the_upper_half_and_adds_a_separator() {
+        let (mut t, _) = tiny(8, 4, true);
+        assert_eq!((t.height, t.inner(t.root).len()), (1, 1));
+        let first = t.leaf(0).to_vec();
+        let right = t.leaf(1)[0];
+        // The absent twin of the second key falls inside the full first leaf.
+        let key = first[1] ^ 1;
+        let mut merged = first.clone();
+        merged.push(key);
+        merged.sort();
+        let (leaves, inners) = (t.leaves.clone(), t.inners.clone());
+        let root = t.root;
+        let recs = testutil::run(move |e| {
+            assert!(t.insert(e, key)?);
+            assert_eq!(t.leaf(0), &merged[..2]);
+            assert_eq!(t.leaf(2), &merged[2..]);
+            assert_eq!(t.inner(t.root), &[merged[2], right]);
+            assert_eq!((t.kid(root, 0), t.kid(root, 1), t.kid(root, 2)), (0, 2, 1));
+            Ok(())
+        });
+        let stores_in = |pool: &NodePool, n: u32| {
+            let lo = pool.at(n, 0).0;
+            let hi = lo + pool.array.elem;
+            recs.iter()
+                .filter(|r| r.op == crate::trace::Op::Store && (lo..hi).contains(&r.vaddr.0))
+                .count()
+        };
+        // New leaf: three keys, three values, its next pointer and count.
+        assert_eq!(stores_in(&leaves, 2), 8);
+        // Root: the old separator and the old right child shift up a slot, the new separator and
+        // child go in, and the count.
+        assert_eq!(stores_in(&inners, root), 5);
+    }
+
+    #[test]
     fn same_seed_same_stream_and_large_default_footprint() {
         let cfg = BtreeConfig {
             keys: 5000,
