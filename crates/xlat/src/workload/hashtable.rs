@@ -4,7 +4,7 @@
 //! pointer), each load's address coming from the previous pointer load. Inserts link a new node
 //! at the chain head; deletes unlink the node from its predecessor.
 
-use super::emit::{Array, Emitter, SimHeap, Stop, ThreadedSource};
+use super::emit::{Array, Emitter, RecId, SimHeap, Stop, ThreadedSource};
 use super::index::{self, IndexConfig, IndexStructure, KeySpace, NodePool, Permutation, NIL};
 use crate::error::Result;
 use crate::os::{MapKind, Os};
@@ -48,7 +48,7 @@ struct Found {
     bucket: u64,
     prev: u32,
     node: u32,
-    ptr: super::emit::RecId,
+    ptr: RecId,
 }
 
 impl HashTable {

@@ -17,6 +17,7 @@
 
 use super::emit::{Array, Emitter, SimHeap, Stop, ThreadedSource};
 use super::index::load_after;
+use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{MapKind, Os};
 use crate::rng::{self, Rng};
@@ -225,11 +226,7 @@ impl CrossSections {
                 lo = mid;
             }
         }
-        let row_ptr = load_after(
-            e,
-            crate::addr::VirtAddr(l.union_grid.at(lo as u64).0 + 8),
-            probe,
-        )?;
+        let row_ptr = load_after(e, VirtAddr(l.union_grid.at(lo as u64).0 + 8), probe)?;
         let row = lo as u64 * self.isotopes;
         for (j, &nuc) in self.materials[mat].iter().enumerate() {
             e.instr(3);
@@ -242,12 +239,12 @@ impl CrossSections {
             // Interpolation factor from both energies, then each of the five cross sections
             // interpolated and accumulated with the concentration.
             e.instr(2);
-            e.load_dep(crate::addr::VirtAddr(high_point), 8, index)?;
-            e.load_dep(crate::addr::VirtAddr(low_point), 8, index)?;
+            e.load_dep(VirtAddr(high_point), 8, index)?;
+            e.load_dep(VirtAddr(low_point), 8, index)?;
             e.instr(4);
             for xs in 1..=5 {
-                e.load_dep(crate::addr::VirtAddr(high_point + 8 * xs), 8, index)?;
-                e.load_dep(crate::addr::VirtAddr(low_point + 8 * xs), 8, index)?;
+                e.load_dep(VirtAddr(high_point + 8 * xs), 8, index)?;
+                e.load_dep(VirtAddr(low_point + 8 * xs), 8, index)?;
                 e.instr(5);
             }
         }
