@@ -5,12 +5,25 @@
 //! or store. Layouts are implicit (addresses computed, not stored), so host memory does not grow
 //! with the simulated footprint.
 
+mod bst;
+mod bst_ext;
+mod bst_int;
+mod btree;
 pub mod emit;
 mod gups;
+mod hashtable;
+mod index;
+mod skiplist;
 mod stream;
+#[cfg(test)]
+mod testutil;
+mod xsbench;
 
+pub use btree::BtreeConfig;
 pub use gups::{Gups, GupsConfig};
+pub use index::IndexConfig;
 pub use stream::{Stream, StreamConfig};
+pub use xsbench::XsbenchConfig;
 
 use crate::error::{Error, Result};
 use crate::os::Os;
@@ -24,6 +37,14 @@ use std::path::Path;
 pub enum WorkloadConfig {
     Gups(GupsConfig),
     Stream(StreamConfig),
+    Xsbench(XsbenchConfig),
+    Btree(BtreeConfig),
+    Hashtable(IndexConfig),
+    Skiplist(IndexConfig),
+    #[serde(rename = "bst-int")]
+    BstInt(IndexConfig),
+    #[serde(rename = "bst-ext")]
+    BstExt(IndexConfig),
     /// A trace file in any supported format (`path`).
     Trace(TraceConfig),
 }
@@ -44,6 +65,30 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "stream",
         "STREAM triad a[i] = b[i] + q*c[i] over three arrays",
     ),
+    (
+        "xsbench",
+        "XSBench: macroscopic cross-section lookups over a unionised energy grid",
+    ),
+    (
+        "btree",
+        "B+ tree index: root-to-leaf lookups with in-node binary search, inserts/deletes",
+    ),
+    (
+        "hashtable",
+        "ASCYLIB chained hash table: bucket head then chain walk",
+    ),
+    (
+        "skiplist",
+        "ASCYLIB skip list: top-down search along next pointers",
+    ),
+    (
+        "bst-int",
+        "ASCYLIB internal binary search tree (keys in every node)",
+    ),
+    (
+        "bst-ext",
+        "ASCYLIB external binary search tree (keys in leaves, routing nodes inside)",
+    ),
 ];
 
 impl WorkloadConfig {
@@ -51,6 +96,12 @@ impl WorkloadConfig {
         match self {
             WorkloadConfig::Gups(_) => "gups",
             WorkloadConfig::Stream(_) => "stream",
+            WorkloadConfig::Xsbench(_) => "xsbench",
+            WorkloadConfig::Btree(_) => "btree",
+            WorkloadConfig::Hashtable(_) => "hashtable",
+            WorkloadConfig::Skiplist(_) => "skiplist",
+            WorkloadConfig::BstInt(_) => "bst-int",
+            WorkloadConfig::BstExt(_) => "bst-ext",
             WorkloadConfig::Trace(_) => "trace",
         }
     }
@@ -59,6 +110,12 @@ impl WorkloadConfig {
         match self {
             WorkloadConfig::Gups(g) => g.validate(path),
             WorkloadConfig::Stream(s) => s.validate(path),
+            WorkloadConfig::Xsbench(x) => x.validate(path),
+            WorkloadConfig::Btree(b) => b.validate(path),
+            WorkloadConfig::Hashtable(c)
+            | WorkloadConfig::Skiplist(c)
+            | WorkloadConfig::BstInt(c)
+            | WorkloadConfig::BstExt(c) => c.validate(path),
             WorkloadConfig::Trace(t) if t.path.is_empty() => Err(Error::config(
                 format!("{path}.path"),
                 "must name a trace file",
@@ -74,6 +131,12 @@ pub fn build(cfg: &WorkloadConfig, os: &mut Os, seed: u64) -> Result<Box<dyn Rec
     Ok(match cfg {
         WorkloadConfig::Gups(g) => Box::new(Gups::new(g, os, pid, seed)?),
         WorkloadConfig::Stream(s) => Box::new(Stream::new(s, os, pid)?),
+        WorkloadConfig::Xsbench(x) => Box::new(xsbench::build(x, os, pid, seed)?),
+        WorkloadConfig::Btree(b) => Box::new(btree::build(b, os, pid, seed)?),
+        WorkloadConfig::Hashtable(c) => Box::new(hashtable::build(c, os, pid, seed)?),
+        WorkloadConfig::Skiplist(c) => Box::new(skiplist::build(c, os, pid, seed)?),
+        WorkloadConfig::BstInt(c) => Box::new(bst_int::build(c, os, pid, seed)?),
+        WorkloadConfig::BstExt(c) => Box::new(bst_ext::build(c, os, pid, seed)?),
         WorkloadConfig::Trace(t) => {
             os.map_everything(pid)?;
             open_trace(Path::new(&t.path), pid)?

@@ -1,0 +1,88 @@
+//! Helpers for the workload unit tests: a small OS, draining a source, hashing a record stream,
+//! and the virtual footprint of a process.
+
+use super::emit::{Emitter, Stop, ThreadedSource};
+use crate::os::physmem::PhysMemConfig;
+use crate::os::{Os, OsConfig, ThpPolicy};
+use crate::trace::{Record, RecordSource};
+use std::hash::{Hash, Hasher};
+
+/// An OS with `mib` MiB of unfragmented physical memory and a 4-level page table.
+pub fn os(mib: u64) -> Os {
+    let cfg = OsConfig {
+        minor_fault_cycles: 0,
+        thp: ThpPolicy::Never,
+        physmem: PhysMemConfig {
+            bytes: mib << 20,
+            fragmentation: 0.0,
+            fragmentation_order: 9,
+        },
+    };
+    Os::new(&cfg, 4, 1).unwrap()
+}
+
+pub fn drain(mut s: impl RecordSource) -> Vec<Record> {
+    let mut all = Vec::new();
+    let mut buf = Vec::with_capacity(4096);
+    loop {
+        s.fill(&mut buf).unwrap();
+        if buf.is_empty() {
+            return all;
+        }
+        all.extend_from_slice(&buf);
+    }
+}
+
+/// Run `f` as a generator and collect everything it emits.
+pub fn run<F>(f: F) -> Vec<Record>
+where
+    F: FnOnce(&mut Emitter) -> Result<(), Stop> + Send + 'static,
+{
+    drain(ThreadedSource::spawn(0, u64::MAX, f))
+}
+
+pub fn addrs(recs: &[Record]) -> Vec<u64> {
+    recs.iter().map(|r| r.vaddr.0).collect()
+}
+
+pub fn hash(recs: &[Record]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for r in recs {
+        (r.vaddr.0, r.op, r.size, r.instr_delta, r.dep).hash(&mut h);
+    }
+    h.finish()
+}
+
+/// Bytes of virtual memory process `pid` has mapped (its VMAs).
+pub fn footprint(os: &Os, pid: u16) -> u64 {
+    os.process(pid)
+        .unwrap()
+        .vmas()
+        .map(|v| (v.end.0 - v.start.0) * 4096)
+        .sum()
+}
+
+/// Run `ops` random inserts/deletes/lookups (keys in `0..universe`) on `s` next to a `BTreeSet`
+/// model, starting from `initial`: every result must match the model, and afterwards every key of
+/// the universe must be found exactly when the model holds it.
+pub fn check_against_set<S>(mut s: S, initial: Vec<u64>, universe: u64, ops: usize, seed: u64)
+where
+    S: super::index::IndexStructure + Send + 'static,
+{
+    run(move |e| {
+        let mut model: std::collections::BTreeSet<u64> = initial.into_iter().collect();
+        let mut rng = crate::rng::Rng::new(seed, 99);
+        for _ in 0..ops {
+            let k = rng.below(universe);
+            match rng.below(3) {
+                0 => assert_eq!(s.insert(e, k)?, model.insert(k), "insert {k}"),
+                1 => assert_eq!(s.remove(e, k)?, model.remove(&k), "remove {k}"),
+                _ => assert_eq!(s.lookup(e, k)?, model.contains(&k), "lookup {k}"),
+            }
+        }
+        for k in 0..universe {
+            assert_eq!(s.lookup(e, k)?, model.contains(&k), "final lookup {k}");
+        }
+        Ok(())
+    });
+}
