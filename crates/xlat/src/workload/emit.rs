@@ -122,13 +122,28 @@ impl Emitter {
     }
 }
 
-/// A `RecordSource` fed by a generator running on its own thread.
+/// The generator's algorithm, not started yet.
+type Algorithm = Box<dyn FnOnce(&mut Emitter) -> std::result::Result<(), Stop> + Send>;
+
+/// How the producer thread ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// The algorithm ran to its natural end, or the budget was spent.
+    Finished,
+    /// The algorithm gave up (`Stop`) with budget left: a preallocated structure ran out.
+    StoppedEarly { emitted: u64 },
+}
+
+/// A `RecordSource` fed by a generator running on its own thread. The thread starts on the
+/// first `fill`, so building a workload only to measure its footprint (`xlat workloads`) never
+/// runs its algorithm.
 pub struct ThreadedSource {
-    rx: Receiver<Vec<Record>>,
+    pending: Option<(u16, Algorithm)>,
+    rx: Option<Receiver<Vec<Record>>>,
     current: Vec<Record>,
     pos: usize,
     total: u64,
-    worker: Option<JoinHandle<()>>,
+    worker: Option<JoinHandle<Outcome>>,
 }
 
 impl ThreadedSource {
@@ -138,6 +153,21 @@ impl ThreadedSource {
     where
         F: FnOnce(&mut Emitter) -> std::result::Result<(), Stop> + Send + 'static,
     {
+        ThreadedSource {
+            pending: Some((pid, Box::new(algorithm))),
+            rx: None,
+            current: Vec::new(),
+            pos: 0,
+            total: budget,
+            worker: None,
+        }
+    }
+
+    fn start(&mut self) {
+        let Some((pid, algorithm)) = self.pending.take() else {
+            return;
+        };
+        let budget = self.total;
         let (tx, rx) = sync_channel(CHANNEL_DEPTH);
         let worker = std::thread::Builder::new()
             .name("xlat-workload".into())
@@ -150,16 +180,36 @@ impl ThreadedSource {
                     emitted: 0,
                     budget,
                 };
-                let _ = algorithm(&mut e);
-                let _ = e.flush();
+                let result = algorithm(&mut e);
+                let delivered = e.flush().is_ok();
+                if result.is_err() && delivered && e.emitted < e.budget {
+                    Outcome::StoppedEarly { emitted: e.emitted }
+                } else {
+                    Outcome::Finished
+                }
             })
             .expect("spawning the workload thread");
-        ThreadedSource {
-            rx,
-            current: Vec::new(),
-            pos: 0,
-            total: budget,
-            worker: Some(worker),
+        self.rx = Some(rx);
+        self.worker = Some(worker);
+    }
+
+    /// The producer is done: report how it ended.
+    fn join(&mut self) -> Result<()> {
+        let Some(w) = self.worker.take() else {
+            return Ok(());
+        };
+        match w.join() {
+            Ok(Outcome::Finished) => Ok(()),
+            Ok(Outcome::StoppedEarly { emitted }) => Err(Error::Workload(format!(
+                "the workload stopped after {emitted} of {} references: a structure it \
+                 preallocated (e.g. the node pool for updates) ran out; lower \
+                 workload.references or workload.update_ratio",
+                self.total
+            ))),
+            // A panic there is an engine bug: report it.
+            Err(_) => Err(Error::Workload(
+                "the workload generator thread panicked".into(),
+            )),
         }
     }
 }
@@ -167,22 +217,18 @@ impl ThreadedSource {
 impl RecordSource for ThreadedSource {
     fn fill(&mut self, buf: &mut Vec<Record>) -> Result<()> {
         buf.clear();
+        self.start();
         let cap = buf.capacity().max(1);
         while buf.len() < cap {
             if self.pos == self.current.len() {
-                match self.rx.recv() {
-                    Ok(batch) => {
+                match self.rx.as_ref().map(|rx| rx.recv()) {
+                    Some(Ok(batch)) => {
                         self.current = batch;
                         self.pos = 0;
                     }
-                    Err(_) => {
-                        // Producer finished. A panic there is an engine bug: report it.
-                        if let Some(w) = self.worker.take() {
-                            if w.join().is_err() {
-                                return Err(Error::Workload(
-                                    "the workload generator thread panicked".into(),
-                                ));
-                            }
+                    _ => {
+                        if buf.is_empty() {
+                            self.join()?;
                         }
                         break;
                     }
@@ -306,6 +352,39 @@ mod tests {
         assert_eq!(recs[0].instr_delta, 2);
         assert_eq!(recs[1].instr_delta, 0);
         assert!(recs.iter().all(|r| r.pid == 3));
+    }
+
+    #[test]
+    fn an_algorithm_that_gives_up_early_is_an_error_and_one_that_finishes_is_not() {
+        let gives_up = ThreadedSource::spawn(0, 1000, |e| {
+            for i in 0..10u64 {
+                e.load(VirtAddr(i * 64), 8)?;
+            }
+            Err(Stop) // e.g. its node pool ran out
+        });
+        let mut s = gives_up;
+        let mut buf = Vec::with_capacity(100);
+        s.fill(&mut buf).unwrap();
+        assert_eq!(buf.len(), 10);
+        let err = s.fill(&mut buf).unwrap_err().to_string();
+        assert!(err.contains("stopped after 10 of 1000"), "{err}");
+        let finishes = ThreadedSource::spawn(0, 1000, |e| {
+            e.load(VirtAddr(0), 8)?;
+            Ok(())
+        });
+        assert_eq!(drain(finishes, 7).len(), 1);
+    }
+
+    #[test]
+    fn a_source_that_is_never_read_never_runs_its_algorithm() {
+        let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = ran.clone();
+        drop(ThreadedSource::spawn(0, 10, move |_| {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        }));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub fn os(mib: u64) -> Os {
     let cfg = OsConfig {
         minor_fault_cycles: 0,
         thp: ThpPolicy::Never,
+        hugetlb_1g: false,
         physmem: PhysMemConfig {
             bytes: mib << 20,
             fragmentation: 0.0,
