@@ -5,12 +5,26 @@
 //! or store. Layouts are implicit (addresses computed, not stored), so host memory does not grow
 //! with the simulated footprint.
 
+pub mod dist;
+mod dlrm;
 pub mod emit;
 mod gups;
+mod kmer;
+mod kvstore;
+mod lines;
+mod mix;
 mod stream;
+mod sysbench;
+#[cfg(test)]
+mod testutil;
 
+pub use dlrm::DlrmConfig;
 pub use gups::{Gups, GupsConfig};
+pub use kmer::KmerConfig;
+pub use kvstore::KvConfig;
+pub use mix::MixConfig;
 pub use stream::{Stream, StreamConfig};
+pub use sysbench::SysbenchConfig;
 
 use crate::error::{Error, Result};
 use crate::os::Os;
@@ -24,6 +38,14 @@ use std::path::Path;
 pub enum WorkloadConfig {
     Gups(GupsConfig),
     Stream(StreamConfig),
+    #[serde(rename = "dlrm-sls")]
+    DlrmSls(DlrmConfig),
+    Kmer(KmerConfig),
+    Kvstore(KvConfig),
+    #[serde(rename = "sysbench-mem")]
+    SysbenchMem(SysbenchConfig),
+    /// Several workloads in their own processes, time-sharing the core.
+    Mix(MixConfig),
     /// A trace file in any supported format (`path`).
     Trace(TraceConfig),
 }
@@ -44,6 +66,26 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "stream",
         "STREAM triad a[i] = b[i] + q*c[i] over three arrays",
     ),
+    (
+        "dlrm-sls",
+        "DLRM embedding stage: SparseLengthsSum of Zipf-popular rows of embedding tables",
+    ),
+    (
+        "kmer",
+        "GenomicsBench k-mer counting: linear-probing hash table over a packed genome",
+    ),
+    (
+        "kvstore",
+        "memcached-like store: slab items, chained hash index, LRU; Zipf gets and sets",
+    ),
+    (
+        "sysbench-mem",
+        "SysBench memory test: blocks read or written word by word, sequential or random",
+    ),
+    (
+        "mix",
+        "several workloads in their own processes, time-sharing the core round-robin",
+    ),
 ];
 
 impl WorkloadConfig {
@@ -51,6 +93,11 @@ impl WorkloadConfig {
         match self {
             WorkloadConfig::Gups(_) => "gups",
             WorkloadConfig::Stream(_) => "stream",
+            WorkloadConfig::DlrmSls(_) => "dlrm-sls",
+            WorkloadConfig::Kmer(_) => "kmer",
+            WorkloadConfig::Kvstore(_) => "kvstore",
+            WorkloadConfig::SysbenchMem(_) => "sysbench-mem",
+            WorkloadConfig::Mix(_) => "mix",
             WorkloadConfig::Trace(_) => "trace",
         }
     }
@@ -59,6 +106,11 @@ impl WorkloadConfig {
         match self {
             WorkloadConfig::Gups(g) => g.validate(path),
             WorkloadConfig::Stream(s) => s.validate(path),
+            WorkloadConfig::DlrmSls(d) => d.validate(path),
+            WorkloadConfig::Kmer(k) => k.validate(path),
+            WorkloadConfig::Kvstore(k) => k.validate(path),
+            WorkloadConfig::SysbenchMem(s) => s.validate(path),
+            WorkloadConfig::Mix(m) => m.validate(path),
             WorkloadConfig::Trace(t) if t.path.is_empty() => Err(Error::config(
                 format!("{path}.path"),
                 "must name a trace file",
@@ -70,10 +122,32 @@ impl WorkloadConfig {
 
 /// Create the process(es) the workload needs in `os` and return its record source.
 pub fn build(cfg: &WorkloadConfig, os: &mut Os, seed: u64) -> Result<Box<dyn RecordSource>> {
+    if let WorkloadConfig::Mix(m) = cfg {
+        return Ok(Box::new(mix::build(m, os, seed)?));
+    }
     let pid = os.spawn()?;
+    build_into(cfg, os, pid, seed)
+}
+
+/// Build one program into the existing process `pid` (a mix calls this once per member).
+pub(crate) fn build_into(
+    cfg: &WorkloadConfig,
+    os: &mut Os,
+    pid: u16,
+    seed: u64,
+) -> Result<Box<dyn RecordSource>> {
     Ok(match cfg {
         WorkloadConfig::Gups(g) => Box::new(Gups::new(g, os, pid, seed)?),
         WorkloadConfig::Stream(s) => Box::new(Stream::new(s, os, pid)?),
+        WorkloadConfig::DlrmSls(d) => Box::new(dlrm::build(d, os, pid, seed)?),
+        WorkloadConfig::Kmer(k) => Box::new(kmer::build(k, os, pid, seed)?),
+        WorkloadConfig::Kvstore(k) => Box::new(kvstore::build(k, os, pid, seed)?),
+        WorkloadConfig::SysbenchMem(s) => Box::new(sysbench::build(s, os, pid, seed)?),
+        WorkloadConfig::Mix(_) => {
+            return Err(Error::Workload(
+                "a mix cannot be a member of another mix".into(),
+            ))
+        }
         WorkloadConfig::Trace(t) => {
             os.map_everything(pid)?;
             open_trace(Path::new(&t.path), pid)?
