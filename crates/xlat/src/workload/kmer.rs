@@ -422,7 +422,7 @@ mod tests {
                     Some(_) => slot = (slot + 1) & mask,
                 }
             }
-            if (i + 1) % 32 == 0 && i + 1 < cfg.bases() {
+            if (i + 1).is_multiple_of(32) && i + 1 < cfg.bases() {
                 want.push((layout.genome.at((i + 1) / 32).0, Op::Load));
             }
         }
