@@ -395,6 +395,7 @@ pub struct Requests {
 
 impl Requests {
     pub fn new(cfg: &KvConfig, seed: u64) -> Requests {
+        // A sub-stream of its own, apart from the one that sized the items.
         let mut rng = Rng::new(seed, rng::stream::WORKLOAD ^ 0x6b76);
         Requests {
             zipf: Zipf::new(cfg.keys, cfg.zipf_alpha),
