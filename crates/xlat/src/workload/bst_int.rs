@@ -248,7 +248,9 @@ mod tests {
         let stream = |seed| {
             let mut os = testutil::os(64);
             let pid = os.spawn().unwrap();
-            testutil::hash(&testutil::drain(build(&cfg, &mut os, pid, seed).unwrap()))
+            testutil::stream_hash(&testutil::drain_owned(
+                build(&cfg, &mut os, pid, seed).unwrap(),
+            ))
         };
         assert_eq!(stream(5), stream(5));
         assert_ne!(stream(5), stream(6));

@@ -9,20 +9,32 @@ mod bst;
 mod bst_ext;
 mod bst_int;
 mod btree;
+pub mod dist;
+mod dlrm;
 pub mod emit;
 mod gups;
 mod hashtable;
 mod index;
+mod kmer;
+mod kvstore;
+mod lines;
+mod mix;
 mod skiplist;
 mod stream;
+mod sysbench;
 #[cfg(test)]
 mod testutil;
 mod xsbench;
 
 pub use btree::BtreeConfig;
+pub use dlrm::DlrmConfig;
 pub use gups::{Gups, GupsConfig};
 pub use index::IndexConfig;
+pub use kmer::KmerConfig;
+pub use kvstore::KvConfig;
+pub use mix::MixConfig;
 pub use stream::{Stream, StreamConfig};
+pub use sysbench::SysbenchConfig;
 pub use xsbench::XsbenchConfig;
 
 use crate::error::{Error, Result};
@@ -45,6 +57,14 @@ pub enum WorkloadConfig {
     BstInt(IndexConfig),
     #[serde(rename = "bst-ext")]
     BstExt(IndexConfig),
+    #[serde(rename = "dlrm-sls")]
+    DlrmSls(DlrmConfig),
+    Kmer(KmerConfig),
+    Kvstore(KvConfig),
+    #[serde(rename = "sysbench-mem")]
+    SysbenchMem(SysbenchConfig),
+    /// Several workloads in their own processes, time-sharing the core.
+    Mix(MixConfig),
     /// A trace file in any supported format (`path`).
     Trace(TraceConfig),
 }
@@ -89,6 +109,26 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "bst-ext",
         "ASCYLIB external binary search tree (keys in leaves, routing nodes inside)",
     ),
+    (
+        "dlrm-sls",
+        "DLRM embedding stage: SparseLengthsSum of Zipf-popular rows of embedding tables",
+    ),
+    (
+        "kmer",
+        "GenomicsBench k-mer counting: linear-probing hash table over a packed genome",
+    ),
+    (
+        "kvstore",
+        "memcached-like store: slab items, chained hash index, LRU; Zipf gets and sets",
+    ),
+    (
+        "sysbench-mem",
+        "SysBench memory test: blocks read or written word by word, sequential or random",
+    ),
+    (
+        "mix",
+        "several workloads in their own processes, time-sharing the core round-robin",
+    ),
 ];
 
 impl WorkloadConfig {
@@ -102,6 +142,11 @@ impl WorkloadConfig {
             WorkloadConfig::Skiplist(_) => "skiplist",
             WorkloadConfig::BstInt(_) => "bst-int",
             WorkloadConfig::BstExt(_) => "bst-ext",
+            WorkloadConfig::DlrmSls(_) => "dlrm-sls",
+            WorkloadConfig::Kmer(_) => "kmer",
+            WorkloadConfig::Kvstore(_) => "kvstore",
+            WorkloadConfig::SysbenchMem(_) => "sysbench-mem",
+            WorkloadConfig::Mix(_) => "mix",
             WorkloadConfig::Trace(_) => "trace",
         }
     }
@@ -116,6 +161,11 @@ impl WorkloadConfig {
             | WorkloadConfig::Skiplist(c)
             | WorkloadConfig::BstInt(c)
             | WorkloadConfig::BstExt(c) => c.validate(path),
+            WorkloadConfig::DlrmSls(d) => d.validate(path),
+            WorkloadConfig::Kmer(k) => k.validate(path),
+            WorkloadConfig::Kvstore(k) => k.validate(path),
+            WorkloadConfig::SysbenchMem(s) => s.validate(path),
+            WorkloadConfig::Mix(m) => m.validate(path),
             WorkloadConfig::Trace(t) if t.path.is_empty() => Err(Error::config(
                 format!("{path}.path"),
                 "must name a trace file",
@@ -127,7 +177,20 @@ impl WorkloadConfig {
 
 /// Create the process(es) the workload needs in `os` and return its record source.
 pub fn build(cfg: &WorkloadConfig, os: &mut Os, seed: u64) -> Result<Box<dyn RecordSource>> {
+    if let WorkloadConfig::Mix(m) = cfg {
+        return Ok(Box::new(mix::build(m, os, seed)?));
+    }
     let pid = os.spawn()?;
+    build_into(cfg, os, pid, seed)
+}
+
+/// Build one program into the existing process `pid` (a mix calls this once per member).
+pub(crate) fn build_into(
+    cfg: &WorkloadConfig,
+    os: &mut Os,
+    pid: u16,
+    seed: u64,
+) -> Result<Box<dyn RecordSource>> {
     Ok(match cfg {
         WorkloadConfig::Gups(g) => Box::new(Gups::new(g, os, pid, seed)?),
         WorkloadConfig::Stream(s) => Box::new(Stream::new(s, os, pid)?),
@@ -137,6 +200,15 @@ pub fn build(cfg: &WorkloadConfig, os: &mut Os, seed: u64) -> Result<Box<dyn Rec
         WorkloadConfig::Skiplist(c) => Box::new(skiplist::build(c, os, pid, seed)?),
         WorkloadConfig::BstInt(c) => Box::new(bst_int::build(c, os, pid, seed)?),
         WorkloadConfig::BstExt(c) => Box::new(bst_ext::build(c, os, pid, seed)?),
+        WorkloadConfig::DlrmSls(d) => Box::new(dlrm::build(d, os, pid, seed)?),
+        WorkloadConfig::Kmer(k) => Box::new(kmer::build(k, os, pid, seed)?),
+        WorkloadConfig::Kvstore(k) => Box::new(kvstore::build(k, os, pid, seed)?),
+        WorkloadConfig::SysbenchMem(s) => Box::new(sysbench::build(s, os, pid, seed)?),
+        WorkloadConfig::Mix(_) => {
+            return Err(Error::Workload(
+                "a mix cannot be a member of another mix".into(),
+            ))
+        }
         WorkloadConfig::Trace(t) => {
             os.map_everything(pid)?;
             open_trace(Path::new(&t.path), pid)?

@@ -1,5 +1,5 @@
-//! Helpers for the workload unit tests: a small OS, draining a source, hashing a record stream,
-//! and the virtual footprint of a process.
+//! Helpers the workload unit tests share: a small OS, draining a source, hashing a record
+//! stream, the virtual footprint of a process, and a model check of index structures.
 
 use super::emit::{Emitter, Stop, ThreadedSource};
 use crate::os::physmem::PhysMemConfig;
@@ -22,11 +22,17 @@ pub fn os(mib: u64) -> Os {
     Os::new(&cfg, 4, 1).unwrap()
 }
 
-pub fn drain(mut s: impl RecordSource) -> Vec<Record> {
+/// An OS with 2 GiB of unfragmented physical memory.
+pub fn small_os() -> Os {
+    os(2048)
+}
+
+/// Every record of `src`, read in batches of `cap`.
+pub fn drain(src: &mut dyn RecordSource, cap: usize) -> Vec<Record> {
     let mut all = Vec::new();
-    let mut buf = Vec::with_capacity(4096);
+    let mut buf = Vec::with_capacity(cap);
     loop {
-        s.fill(&mut buf).unwrap();
+        src.fill(&mut buf).unwrap();
         if buf.is_empty() {
             return all;
         }
@@ -34,22 +40,28 @@ pub fn drain(mut s: impl RecordSource) -> Vec<Record> {
     }
 }
 
+/// Every record of `src` (taken by value).
+pub fn drain_owned(mut src: impl RecordSource) -> Vec<Record> {
+    drain(&mut src, 4096)
+}
+
 /// Run `f` as a generator and collect everything it emits.
 pub fn run<F>(f: F) -> Vec<Record>
 where
     F: FnOnce(&mut Emitter) -> Result<(), Stop> + Send + 'static,
 {
-    drain(ThreadedSource::spawn(0, u64::MAX, f))
+    drain_owned(ThreadedSource::spawn(0, u64::MAX, f))
 }
 
 pub fn addrs(recs: &[Record]) -> Vec<u64> {
     recs.iter().map(|r| r.vaddr.0).collect()
 }
 
-pub fn hash(recs: &[Record]) -> u64 {
+/// A hash of every field of every record, to compare streams compactly.
+pub fn stream_hash(recs: &[Record]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for r in recs {
-        (r.vaddr.0, r.op, r.size, r.instr_delta, r.dep).hash(&mut h);
+        (r.vaddr.0, r.op, r.size, r.core, r.pid, r.instr_delta, r.dep).hash(&mut h);
     }
     h.finish()
 }
@@ -60,6 +72,13 @@ pub fn footprint(os: &Os, pid: u16) -> u64 {
         .unwrap()
         .vmas()
         .map(|v| (v.end.0 - v.start.0) * 4096)
+        .sum()
+}
+
+/// Bytes of virtual memory every process of `os` has mapped.
+pub fn vma_bytes(os: &Os) -> u64 {
+    (0..os.processes())
+        .map(|pid| footprint(os, pid as u16))
         .sum()
 }
 

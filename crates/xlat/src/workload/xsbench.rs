@@ -364,7 +364,7 @@ mod tests {
         let stream = |seed| {
             let mut os = testutil::os(64);
             let pid = os.spawn().unwrap();
-            testutil::hash(&testutil::drain(
+            testutil::stream_hash(&testutil::drain_owned(
                 build(&cfg(12, 500), &mut os, pid, seed).unwrap(),
             ))
         };

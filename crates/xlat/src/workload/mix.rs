@@ -1,0 +1,398 @@
+//! A multi-programmed mix: several workloads, each in its own process (own pid, own address
+//! space and page table), time-sharing the one simulated core round-robin, as Mosaic (seed
+//! 003) and SPARTA (seed 002) run co-located programs.
+//!
+//! Each member is a complete `[workload]` table (any built-in generator or a trace) built into
+//! its own process with a seed derived from the run seed and its position. The scheduler gives
+//! each member a slice of `quantum` instructions (its records' `instr_delta` plus one for the
+//! memory instruction itself; a slice ends after the record that reaches the quantum), then
+//! switches to the next member that still has records. Members that run out leave the rotation;
+//! the mix ends when all have, or after `references` records in total.
+
+use super::WorkloadConfig;
+use crate::error::{Error, Result};
+use crate::os::Os;
+use crate::rng::{self, Rng};
+use crate::trace::{Record, RecordSource};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MixConfig {
+    /// The programs, each a full workload table (`[[workload.members]]`, with its `name`).
+    #[serde(default = "default_members")]
+    pub members: Vec<WorkloadConfig>,
+    /// Instructions per time slice.
+    #[serde(default = "default_quantum")]
+    pub quantum: u64,
+    /// Memory references to emit over all members.
+    #[serde(default = "default_refs")]
+    pub references: u64,
+    /// When false, no member maps its memory at build time (overrides the members' own
+    /// `populate`); when true each member's own setting applies.
+    #[serde(default = "default_populate")]
+    pub populate: bool,
+}
+
+/// A random-access and a streaming program: the classic translation-interference pair.
+fn default_members() -> Vec<WorkloadConfig> {
+    ["name = 'gups'", "name = 'stream'"]
+        .iter()
+        .map(|t| toml::from_str(t).expect("built-in default member parses"))
+        .collect()
+}
+fn default_quantum() -> u64 {
+    1_000_000
+}
+fn default_refs() -> u64 {
+    20_000_000
+}
+fn default_populate() -> bool {
+    true
+}
+
+impl MixConfig {
+    pub fn validate(&self, path: &str) -> Result<()> {
+        if self.members.is_empty() {
+            return Err(Error::config(
+                format!("{path}.members"),
+                "must list at least one workload",
+            ));
+        }
+        for (i, m) in self.members.iter().enumerate() {
+            let at = format!("{path}.members[{i}]");
+            if let WorkloadConfig::Mix(_) = m {
+                return Err(Error::config(
+                    format!("{at}.name"),
+                    "a mix cannot contain another mix (list its members here instead)",
+                ));
+            }
+            m.validate(&at)?;
+        }
+        super::nonzero(format!("{path}.quantum"), self.quantum)?;
+        super::nonzero(format!("{path}.references"), self.references)
+    }
+}
+
+/// The seed of member `index` under the run `seed`: independent streams per member, so adding a
+/// member does not change the others' records.
+pub fn member_seed(seed: u64, index: usize) -> u64 {
+    Rng::new(
+        seed,
+        rng::stream::WORKLOAD.wrapping_add((index as u64 + 1) << 32),
+    )
+    .next_u64()
+}
+
+/// `cfg` with `populate = false`, for workloads that have the key (traces do not).
+fn without_populate(cfg: &WorkloadConfig) -> Result<WorkloadConfig> {
+    let bad = |e: String| Error::Workload(format!("mix member `{}`: {e}", cfg.name()));
+    let mut v = toml::Value::try_from(cfg).map_err(|e| bad(e.to_string()))?;
+    if let Some(p) = v.as_table_mut().and_then(|t| t.get_mut("populate")) {
+        *p = toml::Value::Boolean(false);
+    }
+    v.try_into()
+        .map_err(|e: toml::de::Error| bad(e.to_string()))
+}
+
+/// Builds every member into its own new process and returns the interleaved stream.
+pub fn build(cfg: &MixConfig, os: &mut Os, seed: u64) -> Result<Mix> {
+    let mut members = Vec::with_capacity(cfg.members.len());
+    for (i, m) in cfg.members.iter().enumerate() {
+        let m = if cfg.populate {
+            m.clone()
+        } else {
+            without_populate(m)?
+        };
+        let pid = os.spawn()?;
+        members.push(Member {
+            source: super::build_into(&m, os, pid, member_seed(seed, i))?,
+            pid,
+            buf: Vec::with_capacity(MEMBER_BATCH),
+            pos: 0,
+            done: false,
+            taken: 0,
+            slices: VecDeque::new(),
+        });
+    }
+    Ok(Mix {
+        members,
+        current: 0,
+        in_slice: false,
+        slice_instr: 0,
+        quantum: cfg.quantum,
+        emitted: 0,
+        budget: cfg.references,
+    })
+}
+
+/// Records read from a member at a time.
+const MEMBER_BATCH: usize = 4096;
+/// Slices per member remembered for re-basing dependences.
+const SLICE_HISTORY: usize = 16;
+
+struct Member {
+    source: Box<dyn RecordSource>,
+    pid: u16,
+    buf: Vec<Record>,
+    pos: usize,
+    done: bool,
+    /// Records of this member emitted so far.
+    taken: u64,
+    /// Recent slices: (member record index, mix record index) of their first record.
+    slices: VecDeque<(u64, u64)>,
+}
+
+impl Member {
+    /// Re-base a dependence distance of the member's own stream onto the mix's stream (other
+    /// members' records now sit in between). A producer older than the remembered slices
+    /// completed long before this record, so the dependence is dropped.
+    fn rebase(&self, dep: u32, global: u64) -> u32 {
+        let Some(target) = self.taken.checked_sub(dep as u64).filter(|_| dep > 0) else {
+            return 0;
+        };
+        match self.slices.iter().rev().find(|(local, _)| *local <= target) {
+            Some(&(local, start)) => {
+                (global - (start + target - local)).min(u32::MAX as u64) as u32
+            }
+            None => 0,
+        }
+    }
+}
+
+/// The round-robin interleaving of the members' streams.
+pub struct Mix {
+    members: Vec<Member>,
+    current: usize,
+    /// The current member has emitted a record in this slice.
+    in_slice: bool,
+    slice_instr: u64,
+    quantum: u64,
+    emitted: u64,
+    budget: u64,
+}
+
+impl Mix {
+    /// End the slice and move to the next member that still has records (if any).
+    fn switch(&mut self) {
+        self.slice_instr = 0;
+        self.in_slice = false;
+        let n = self.members.len();
+        for step in 1..=n {
+            let next = (self.current + step) % n;
+            if !self.members[next].done {
+                self.current = next;
+                return;
+            }
+        }
+    }
+
+    fn live(&self) -> bool {
+        self.members.iter().any(|m| !m.done)
+    }
+}
+
+impl RecordSource for Mix {
+    fn fill(&mut self, buf: &mut Vec<Record>) -> Result<()> {
+        buf.clear();
+        let cap = buf.capacity().max(1);
+        while buf.len() < cap && self.emitted < self.budget && self.live() {
+            let m = &mut self.members[self.current];
+            if m.pos == m.buf.len() {
+                m.source.fill(&mut m.buf)?;
+                m.pos = 0;
+                if m.buf.is_empty() {
+                    m.done = true;
+                    self.switch();
+                }
+                continue;
+            }
+            if !self.in_slice {
+                m.slices.push_back((m.taken, self.emitted));
+                if m.slices.len() > SLICE_HISTORY {
+                    m.slices.pop_front();
+                }
+                self.in_slice = true;
+            }
+            let mut r = m.buf[m.pos];
+            m.pos += 1;
+            r.pid = m.pid;
+            r.dep = m.rebase(r.dep, self.emitted);
+            m.taken += 1;
+            self.emitted += 1;
+            self.slice_instr += r.instr_delta as u64 + 1;
+            buf.push(r);
+            if self.slice_instr >= self.quantum {
+                self.switch();
+            }
+        }
+        Ok(())
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        let members: Option<u64> = self.members.iter().map(|m| m.source.len_hint()).sum();
+        Some(members.map_or(self.budget, |n| n.min(self.budget)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::testutil::{drain, small_os, stream_hash, vma_bytes};
+
+    const TWO: &str = r#"
+        quantum = 5000
+        references = 60000
+        [[members]]
+        name = "kvstore"
+        keys = 300
+        buckets = 16
+        value_min = 10
+        value_max = 200
+        references = 1000000
+        [[members]]
+        name = "sysbench-mem"
+        access = "rnd"
+        total_bytes = 1048576
+        references = 1000000
+        [[members]]
+        name = "gups"
+        table_bytes = 65536
+        references = 4000
+    "#;
+
+    fn mix_cfg(text: &str) -> MixConfig {
+        let cfg: MixConfig = toml::from_str(text).unwrap();
+        cfg.validate("workload").unwrap();
+        cfg
+    }
+
+    fn run_mix(cfg: &MixConfig, seed: u64) -> Vec<Record> {
+        let mut os = small_os();
+        let mut src =
+            super::super::build(&WorkloadConfig::Mix(cfg.clone()), &mut os, seed).unwrap();
+        assert_eq!(os.processes(), cfg.members.len());
+        drain(src.as_mut(), 700)
+    }
+
+    #[test]
+    fn each_member_runs_in_its_own_process_and_keeps_its_stream() {
+        let cfg = mix_cfg(TWO);
+        let recs = run_mix(&cfg, 3);
+        assert_eq!(recs.len(), 60_000);
+        // The short member ran out; the others filled the budget.
+        assert_eq!(recs.iter().filter(|r| r.pid == 2).count(), 4000);
+        for (i, member) in cfg.members.iter().enumerate() {
+            // Standalone: the same workload alone in a fresh OS, with the member's seed.
+            let mut os = small_os();
+            let mut alone = super::super::build(member, &mut os, member_seed(3, i)).unwrap();
+            let alone = drain(alone.as_mut(), 1000);
+            let mine: Vec<(usize, Record)> = recs
+                .iter()
+                .copied()
+                .enumerate()
+                .filter(|(_, r)| r.pid == i as u16)
+                .collect();
+            assert!(mine.len() > 1000);
+            for (local, (global, r)) in mine.iter().enumerate() {
+                let a = alone[local];
+                assert_eq!(
+                    (r.vaddr, r.op, r.size, r.instr_delta),
+                    (a.vaddr, a.op, a.size, a.instr_delta),
+                    "member {i} record {local}"
+                );
+                // Dependences point at the same producer record, wherever it now sits.
+                if a.dep > 0 && r.dep > 0 {
+                    let producer = global - r.dep as usize;
+                    assert_eq!(recs[producer].pid, i as u16);
+                    let producer_local = mine.iter().position(|(g, _)| *g == producer).unwrap();
+                    assert_eq!(producer_local, local - a.dep as usize);
+                }
+                assert_eq!(a.dep == 0, r.dep == 0, "member {i} record {local}");
+            }
+        }
+    }
+
+    #[test]
+    fn slices_respect_the_quantum_round_robin() {
+        let cfg = mix_cfg(TWO);
+        let recs = run_mix(&cfg, 1);
+        let mut slices: Vec<(u16, Vec<u64>)> = Vec::new();
+        for r in &recs {
+            let cost = r.instr_delta as u64 + 1;
+            match slices.last_mut() {
+                Some((pid, costs)) if *pid == r.pid => costs.push(cost),
+                _ => slices.push((r.pid, vec![cost])),
+            }
+        }
+        let last = slices.len() - 1;
+        for (n, (pid, costs)) in slices.iter().enumerate() {
+            let total: u64 = costs.iter().sum();
+            // A slice ends with the record that reaches the quantum (or its member's end).
+            let member_ended = *pid == 2 && !slices[n + 1..].iter().any(|(p, _)| *p == 2);
+            if n != last && !member_ended {
+                assert!(total >= 5000, "slice {n} of pid {pid}: {total}");
+            }
+            assert!(total - costs.last().unwrap() < 5000, "slice {n}: {total}");
+        }
+        // Round robin over the live members.
+        assert_eq!(slices[0].0, 0);
+        assert_eq!(slices[1].0, 1);
+        assert_eq!(slices[2].0, 2);
+        assert_eq!(slices[3].0, 0);
+    }
+
+    #[test]
+    fn deterministic_per_seed() {
+        let cfg = mix_cfg(TWO);
+        let a = stream_hash(&run_mix(&cfg, 4));
+        assert_eq!(a, stream_hash(&run_mix(&cfg, 4)));
+        assert_ne!(a, stream_hash(&run_mix(&cfg, 5)));
+    }
+
+    #[test]
+    fn populate_false_reaches_every_member() {
+        let cfg = MixConfig {
+            populate: false,
+            ..mix_cfg(TWO)
+        };
+        let mut os = small_os();
+        drop(super::super::build(&WorkloadConfig::Mix(cfg.clone()), &mut os, 1).unwrap());
+        assert_eq!(os.stats.faults.populated, 0);
+        let mut os = small_os();
+        drop(super::super::build(&WorkloadConfig::Mix(mix_cfg(TWO)), &mut os, 1).unwrap());
+        assert!(os.stats.faults.populated > 0);
+    }
+
+    #[test]
+    fn bad_members_are_named_by_position() {
+        let err = |text: &str| {
+            toml::from_str::<MixConfig>(text)
+                .unwrap()
+                .validate("workload")
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err(&TWO.replace("total_bytes = 1048576", "total_bytes = 1000"));
+        assert!(e.contains("`workload.members[1].total_bytes`"), "{e}");
+        let e = err("[[members]]\nname = 'mix'\n");
+        assert!(e.contains("`workload.members[0].name`"), "{e}");
+        let e = err("members = []");
+        assert!(e.contains("`workload.members`"), "{e}");
+        let e = err("quantum = 0");
+        assert!(e.contains("`workload.quantum`"), "{e}");
+        assert!(toml::from_str::<MixConfig>("[[members]]\nname = 'gups'\nbogus = 1\n").is_err());
+    }
+
+    #[test]
+    fn default_footprint_sums_the_members() {
+        let mut cfg: MixConfig = toml::from_str("").unwrap();
+        cfg.validate("workload").unwrap();
+        cfg.populate = false;
+        let mut os = small_os();
+        drop(super::super::build(&WorkloadConfig::Mix(cfg), &mut os, 1).unwrap());
+        // GUPS' 4 GiB table and STREAM's three 256 MiB arrays.
+        assert_eq!(vma_bytes(&os), (4 << 30) + 3 * (256 << 20));
+    }
+}
