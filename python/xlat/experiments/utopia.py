@@ -38,9 +38,9 @@ def utopia_workloads(scale: str) -> dict[str, dict]:
         scale
     ]
     workloads["kmer"] = {
-        "tiny": {"genome_bytes": 1 << 20, "table_slots": 1 << 18},
+        "tiny": {"genome_bytes": 1 << 16, "table_slots": 1 << 19},
         "quick": {},
-        "full": {"genome_bytes": 1 << 32, "table_slots": 1 << 30},
+        "full": {"genome_bytes": 1 << 26, "table_slots": 1 << 28},
     }[scale]
     return workloads
 
