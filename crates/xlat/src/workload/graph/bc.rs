@@ -249,7 +249,17 @@ mod tests {
         // Two squares sharing vertex 3, plus a tail and an isolated vertex.
         let csr = Csr::from_edges(
             9,
-            &[(0, 1), (1, 3), (3, 2), (2, 0), (3, 4), (4, 5), (5, 6), (6, 3), (6, 7)],
+            &[
+                (0, 1),
+                (1, 3),
+                (3, 2),
+                (2, 0),
+                (3, 4),
+                (4, 5),
+                (5, 6),
+                (6, 3),
+                (6, 7),
+            ],
         );
         let roots: Vec<u32> = (0..9).collect();
         let (_, _, _, bc) = run_once(csr.clone(), false, Props::alloc, move |e, g, p| {
@@ -257,7 +267,12 @@ mod tests {
         });
         let expected = reference(&csr);
         for v in 0..9 {
-            assert!((bc[v] - expected[v]).abs() < 1e-9, "vertex {v}: {} vs {}", bc[v], expected[v]);
+            assert!(
+                (bc[v] - expected[v]).abs() < 1e-9,
+                "vertex {v}: {} vs {}",
+                bc[v],
+                expected[v]
+            );
         }
         assert!(bc[3] > bc[0] && bc[8] == 0.0);
     }

@@ -124,7 +124,11 @@ mod tests {
             .iter()
             .filter(|(op, _)| *op == crate::trace::Op::Store)
             .count();
-        let changed = labels.iter().enumerate().filter(|(v, &l)| l != *v as u32).count();
+        let changed = labels
+            .iter()
+            .enumerate()
+            .filter(|(v, &l)| l != *v as u32)
+            .count();
         assert!(stores >= 8 + changed);
     }
 
@@ -136,6 +140,9 @@ mod tests {
         let mut distinct = labels.clone();
         distinct.sort_unstable();
         distinct.dedup();
-        assert!(distinct.len() > 1, "isolated vertices are their own components");
+        assert!(
+            distinct.len() > 1,
+            "isolated vertices are their own components"
+        );
     }
 }

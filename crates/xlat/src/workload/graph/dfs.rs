@@ -162,7 +162,11 @@ mod tests {
             assert_eq!(order[v as usize], k as u32);
         }
         // The stack never grows beyond the deepest path.
-        let frames = accesses(&recs, &p.stack).iter().map(|&(_, f)| f).max().unwrap();
+        let frames = accesses(&recs, &p.stack)
+            .iter()
+            .map(|&(_, f)| f)
+            .max()
+            .unwrap();
         assert!(frames < expected.len() as u64);
     }
 }

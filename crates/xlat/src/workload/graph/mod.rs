@@ -312,11 +312,7 @@ where
     } else {
         None
     };
-    let mut setup = Setup {
-        heap,
-        os,
-        vertices,
-    };
+    let mut setup = Setup { heap, os, vertices };
     let props = props(&mut setup)?;
     let mut seeds = Rng::new(seed, rng::stream::WORKLOAD);
     let graph_seed = seeds.next_u64();
@@ -353,7 +349,7 @@ pub(crate) mod testutil {
         Os::new(&cfg.os, cfg.pt.levels, cfg.seed).unwrap()
     }
 
-    pub fn drain<S: RecordSource + ?Sized>(mut s: Box<S>) -> Vec<Record> {
+    pub fn drain(s: &mut dyn RecordSource) -> Vec<Record> {
         let mut all = Vec::new();
         let mut buf = Vec::with_capacity(1000);
         loop {
@@ -409,7 +405,8 @@ pub(crate) mod testutil {
             },
         )
         .unwrap();
-        let records = drain(Box::new(src));
+        let mut src = src;
+        let records = drain(&mut src);
         let (arrays, p, r) = rx.recv().unwrap();
         (records, arrays, p, r)
     }
@@ -426,8 +423,8 @@ pub(crate) mod testutil {
     /// The whole record stream of a workload, hashed; for determinism tests.
     pub fn stream_hash(cfg: &crate::workload::WorkloadConfig, seed: u64) -> u64 {
         let mut os = os();
-        let src = crate::workload::build(cfg, &mut os, seed).unwrap();
-        hash(&drain(src))
+        let mut src = crate::workload::build(cfg, &mut os, seed).unwrap();
+        hash(&drain(src.as_mut()))
     }
 }
 
@@ -468,7 +465,7 @@ mod tests {
             assert_eq!(a, stream_hash(&cfg, 5), "{}", cfg.name());
             assert_ne!(a, stream_hash(&cfg, 6), "{} ignores the seed", cfg.name());
             let mut os = os();
-            let n = drain(crate::workload::build(&cfg, &mut os, 5).unwrap()).len();
+            let n = drain(crate::workload::build(&cfg, &mut os, 5).unwrap().as_mut()).len();
             assert_eq!(n, 200_000, "{} stopped early", cfg.name());
         }
     }
@@ -476,10 +473,34 @@ mod tests {
     #[test]
     fn bad_graph_keys_are_rejected_with_their_path() {
         let bad = [
-            ("scale", BfsConfig { scale: 0, ..Default::default() }),
-            ("scale", BfsConfig { scale: 31, ..Default::default() }),
-            ("edge_factor", BfsConfig { edge_factor: 0, ..Default::default() }),
-            ("references", BfsConfig { references: 0, ..Default::default() }),
+            (
+                "scale",
+                BfsConfig {
+                    scale: 0,
+                    ..Default::default()
+                },
+            ),
+            (
+                "scale",
+                BfsConfig {
+                    scale: 31,
+                    ..Default::default()
+                },
+            ),
+            (
+                "edge_factor",
+                BfsConfig {
+                    edge_factor: 0,
+                    ..Default::default()
+                },
+            ),
+            (
+                "references",
+                BfsConfig {
+                    references: 0,
+                    ..Default::default()
+                },
+            ),
         ];
         for (key, cfg) in bad {
             let err = WorkloadConfig::Bfs(cfg).validate("workload").unwrap_err();
@@ -499,7 +520,14 @@ mod tests {
             toml::from_str("name = \"bfs\"\nscael = 3\n");
         assert!(r.is_err());
         let r: WorkloadConfig = toml::from_str("name = \"pr\"\niterations = 3\n").unwrap();
-        assert!(matches!(r, WorkloadConfig::Pr(PrConfig { iterations: 3, scale: 20, .. })));
+        assert!(matches!(
+            r,
+            WorkloadConfig::Pr(PrConfig {
+                iterations: 3,
+                scale: 20,
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -126,7 +126,9 @@ mod tests {
     fn accesses_follow_the_pull_loop_and_stay_in_the_arrays() {
         let csr = kite();
         let (recs, (offsets, neighbours, _), p, _) =
-            run_once(csr.clone(), false, Props::alloc, |e, g, p| pagerank(e, g, p, 2));
+            run_once(csr.clone(), false, Props::alloc, |e, g, p| {
+                pagerank(e, g, p, 2)
+            });
         // The loop nest, written out over the host CSR.
         let (ld, st) = (Op::Load, Op::Store);
         let mut expected = Vec::new();
@@ -162,7 +164,8 @@ mod tests {
 
     #[test]
     fn ranks_converge_and_keep_their_mass() {
-        let (_, _, _, rank) = run_once(kite(), false, Props::alloc, |e, g, p| pagerank(e, g, p, 50));
+        let (_, _, _, rank) =
+            run_once(kite(), false, Props::alloc, |e, g, p| pagerank(e, g, p, 50));
         // No dangling vertices: the ranks stay a distribution.
         assert!((rank.iter().sum::<f64>() - 1.0).abs() < 1e-9);
         // Vertices 0 and 2 (degree 3) outrank 1 and 3 (degree 2); symmetric pairs agree.

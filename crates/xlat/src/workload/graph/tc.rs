@@ -135,14 +135,26 @@ mod tests {
         // Rows: 0:[1,2] at 0..2, 1:[0,2] at 2..4, 2:[0,1] at 4..6.
         let (o, nb) = (|i| offsets.at(i), |i| neighbours.at(i));
         let expected = vec![
-            o(0), o(1), nb(0), // u=0: v=1 > 0, stop
-            o(1), o(2), nb(2), // u=1: v=0
-            o(0), o(1), nb(0), // row of 0: w=1 > v=0, stop
+            o(0),
+            o(1),
+            nb(0), // u=0: v=1 > 0, stop
+            o(1),
+            o(2),
+            nb(2), // u=1: v=0
+            o(0),
+            o(1),
+            nb(0), // row of 0: w=1 > v=0, stop
             nb(3), // v=2 > 1, stop
-            o(2), o(3), nb(4), // u=2: v=0
-            o(0), o(1), nb(0), // w=1 > 0, stop
+            o(2),
+            o(3),
+            nb(4), // u=2: v=0
+            o(0),
+            o(1),
+            nb(0), // w=1 > 0, stop
             nb(5), // v=1
-            o(1), o(2), nb(2), // w=0 < 1
+            o(1),
+            o(2),
+            nb(2), // w=0 < 1
             nb(4), // cursor at u's row start: 0 == w, a triangle
             nb(3), // w=2 > 1, stop
         ];
