@@ -502,8 +502,27 @@ mod tests {
                 },
             ),
         ];
+        let bad = bad
+            .map(|(key, cfg)| (key, WorkloadConfig::Bfs(cfg)))
+            .into_iter()
+            .chain([
+                (
+                    "iterations",
+                    WorkloadConfig::Pr(PrConfig {
+                        iterations: 0,
+                        ..Default::default()
+                    }),
+                ),
+                (
+                    "sources",
+                    WorkloadConfig::Bc(BcConfig {
+                        sources: 0,
+                        ..Default::default()
+                    }),
+                ),
+            ]);
         for (key, cfg) in bad {
-            let err = WorkloadConfig::Bfs(cfg).validate("workload").unwrap_err();
+            let err = cfg.validate("workload").unwrap_err();
             assert!(
                 err.to_string().contains(&format!("`workload.{key}`")),
                 "{err}"

@@ -13,7 +13,7 @@
 use crate::rng::Rng;
 use std::ops::Range;
 
-/// Graph500 Kronecker initiator probabilities (Graph500 specification §3.1: A=0.57, B=0.19,
+/// Graph500 Kronecker initiator probabilities (Graph500 specification: A=0.57, B=0.19,
 /// C=0.19, D=0.05), as 16-bit fixed-point cumulative thresholds: one 16-bit uniform picks the
 /// quadrant of one recursion level.
 const A_END: u32 = (0.57 * 65536.0) as u32;
@@ -238,6 +238,26 @@ mod tests {
         assert!(g.neighbours(2).is_empty());
         assert_eq!(g.neighbours(3), &[1]);
         assert_eq!(g.row(3), 3..4);
+    }
+
+    proptest::proptest! {
+        /// The bucketed build equals the obvious set-of-pairs construction, also across
+        /// bucket boundaries.
+        #[test]
+        fn from_edges_matches_a_set_of_pairs(
+            edges in proptest::collection::vec((0u32..9000, 0u32..9000), 0..300)
+        ) {
+            let g = Csr::from_edges(9000, &edges);
+            let mut pairs = std::collections::BTreeSet::new();
+            for &(u, v) in edges.iter().filter(|(u, v)| u != v) {
+                pairs.insert((u, v));
+                pairs.insert((v, u));
+            }
+            let from_csr: Vec<(u32, u32)> = (0..g.vertices())
+                .flat_map(|v| g.neighbours(v).iter().map(move |&w| (v, w)))
+                .collect();
+            proptest::prop_assert_eq!(from_csr, pairs.into_iter().collect::<Vec<_>>());
+        }
     }
 
     #[test]
