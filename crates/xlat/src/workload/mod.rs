@@ -12,6 +12,7 @@ mod btree;
 pub mod dist;
 mod dlrm;
 pub mod emit;
+pub mod graph;
 mod gups;
 mod hashtable;
 mod index;
@@ -28,6 +29,9 @@ mod xsbench;
 
 pub use btree::BtreeConfig;
 pub use dlrm::DlrmConfig;
+pub use graph::{
+    BcConfig, BfsConfig, CcConfig, DcConfig, DfsConfig, GcConfig, PrConfig, SsspConfig, TcConfig,
+};
 pub use gups::{Gups, GupsConfig};
 pub use index::IndexConfig;
 pub use kmer::KmerConfig;
@@ -65,6 +69,15 @@ pub enum WorkloadConfig {
     SysbenchMem(SysbenchConfig),
     /// Several workloads in their own processes, time-sharing the core.
     Mix(MixConfig),
+    Bfs(BfsConfig),
+    Pr(PrConfig),
+    Cc(CcConfig),
+    Sssp(SsspConfig),
+    Bc(BcConfig),
+    Tc(TcConfig),
+    Dc(DcConfig),
+    Dfs(DfsConfig),
+    Gc(GcConfig),
     /// A trace file in any supported format (`path`).
     Trace(TraceConfig),
 }
@@ -129,6 +142,42 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "mix",
         "several workloads in their own processes, time-sharing the core round-robin",
     ),
+    (
+        "bfs",
+        "GraphBIG breadth-first search (queue-based, top-down) on a Kronecker graph",
+    ),
+    (
+        "pr",
+        "GraphBIG PageRank (pull, damping 0.85) on a Kronecker graph",
+    ),
+    (
+        "cc",
+        "GraphBIG connected components (label propagation) on a Kronecker graph",
+    ),
+    (
+        "sssp",
+        "GraphBIG shortest paths (Dijkstra, binary heap) on a weighted Kronecker graph",
+    ),
+    (
+        "bc",
+        "GraphBIG betweenness centrality (Brandes, sampled roots) on a Kronecker graph",
+    ),
+    (
+        "tc",
+        "GraphBIG triangle counting (sorted-list intersection) on a Kronecker graph",
+    ),
+    (
+        "dc",
+        "GraphBIG degree centrality (edge scatter) on a Kronecker graph",
+    ),
+    (
+        "dfs",
+        "GraphBIG depth-first search (explicit stack) on a Kronecker graph",
+    ),
+    (
+        "gc",
+        "GraphBIG greedy graph colouring (first fit) on a Kronecker graph",
+    ),
 ];
 
 impl WorkloadConfig {
@@ -147,6 +196,15 @@ impl WorkloadConfig {
             WorkloadConfig::Kvstore(_) => "kvstore",
             WorkloadConfig::SysbenchMem(_) => "sysbench-mem",
             WorkloadConfig::Mix(_) => "mix",
+            WorkloadConfig::Bfs(_) => "bfs",
+            WorkloadConfig::Pr(_) => "pr",
+            WorkloadConfig::Cc(_) => "cc",
+            WorkloadConfig::Sssp(_) => "sssp",
+            WorkloadConfig::Bc(_) => "bc",
+            WorkloadConfig::Tc(_) => "tc",
+            WorkloadConfig::Dc(_) => "dc",
+            WorkloadConfig::Dfs(_) => "dfs",
+            WorkloadConfig::Gc(_) => "gc",
             WorkloadConfig::Trace(_) => "trace",
         }
     }
@@ -166,6 +224,15 @@ impl WorkloadConfig {
             WorkloadConfig::Kvstore(k) => k.validate(path),
             WorkloadConfig::SysbenchMem(s) => s.validate(path),
             WorkloadConfig::Mix(m) => m.validate(path),
+            WorkloadConfig::Bfs(c) => c.validate(path),
+            WorkloadConfig::Pr(c) => c.validate(path),
+            WorkloadConfig::Cc(c) => c.validate(path),
+            WorkloadConfig::Sssp(c) => c.validate(path),
+            WorkloadConfig::Bc(c) => c.validate(path),
+            WorkloadConfig::Tc(c) => c.validate(path),
+            WorkloadConfig::Dc(c) => c.validate(path),
+            WorkloadConfig::Dfs(c) => c.validate(path),
+            WorkloadConfig::Gc(c) => c.validate(path),
             WorkloadConfig::Trace(t) if t.path.is_empty() => Err(Error::config(
                 format!("{path}.path"),
                 "must name a trace file",
@@ -209,6 +276,15 @@ pub(crate) fn build_into(
                 "a mix cannot be a member of another mix".into(),
             ))
         }
+        WorkloadConfig::Bfs(c) => Box::new(c.build(os, pid, seed)?),
+        WorkloadConfig::Pr(c) => Box::new(c.build(os, pid, seed)?),
+        WorkloadConfig::Cc(c) => Box::new(c.build(os, pid, seed)?),
+        WorkloadConfig::Sssp(c) => Box::new(c.build(os, pid, seed)?),
+        WorkloadConfig::Bc(c) => Box::new(c.build(os, pid, seed)?),
+        WorkloadConfig::Tc(c) => Box::new(c.build(os, pid, seed)?),
+        WorkloadConfig::Dc(c) => Box::new(c.build(os, pid, seed)?),
+        WorkloadConfig::Dfs(c) => Box::new(c.build(os, pid, seed)?),
+        WorkloadConfig::Gc(c) => Box::new(c.build(os, pid, seed)?),
         WorkloadConfig::Trace(t) => {
             os.map_everything(pid)?;
             open_trace(Path::new(&t.path), pid)?

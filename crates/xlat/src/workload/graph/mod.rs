@@ -1,0 +1,568 @@
+//! Graph analytics: the GraphBIG kernels (Utopia, seed 000 §7; ME-HPT, seed 004 §VI) run for
+//! real over Graph500 Kronecker graphs.
+//!
+//! Every kernel shares the graph keys (`scale`, `edge_factor`, `references`, `populate`) and
+//! the same set-up: the CSR arrays (`offsets`: one `u64` per vertex plus one, `neighbours`: one
+//! `u32` per directed edge entry, `weights`: one `u32` per entry for the weighted kernels) and
+//! the kernel's property arrays are allocated in the simulated process first, sized from the
+//! parameters alone (so `xlat workloads` can measure the footprint without generating a graph);
+//! the producer thread then generates the graph into a host-side [`Csr`] and runs the kernel,
+//! emitting every access the algorithm makes at its simulated address.
+//!
+//! The edge arrays are sized for the bound `2 * edge_factor * 2^scale` entries (every generated
+//! edge stored in both directions). Removing self loops and duplicates leaves fewer entries, so
+//! the tail of the allocation is never touched, as in a program that allocates by the bound
+//! before deduplicating. Computing the exact count would need the whole generation up front.
+//!
+//! Kernels restart when they finish (a new root, another round of iterations) so that any
+//! `references` budget is filled; each kernel's docs say what a restart does.
+
+pub mod bc;
+pub mod bfs;
+pub mod cc;
+pub mod dc;
+pub mod dfs;
+pub mod gc;
+pub mod pr;
+mod rmat;
+pub mod sssp;
+pub mod tc;
+
+pub use bc::BcConfig;
+pub use bfs::BfsConfig;
+pub use cc::CcConfig;
+pub use dc::DcConfig;
+pub use dfs::DfsConfig;
+pub use gc::GcConfig;
+pub use pr::PrConfig;
+pub use rmat::Csr;
+pub use sssp::SsspConfig;
+pub use tc::TcConfig;
+
+use super::emit::{Array, Emitter, RecId, SimHeap, Stop, ThreadedSource};
+use crate::addr::VirtAddr;
+use crate::error::{Error, Result};
+use crate::os::{MapKind, Os};
+use crate::rng::{self, Rng};
+use std::ops::Range;
+
+type Emit<T> = std::result::Result<T, Stop>;
+
+const DEFAULT_SCALE: u32 = 20;
+const DEFAULT_EDGE_FACTOR: u32 = 16;
+const DEFAULT_REFERENCES: u64 = 10_000_000;
+/// 2^30 vertices: ids must fit the `u32` neighbour entries.
+const MAX_SCALE: u32 = 30;
+/// Keeps the edge arrays' bound (`2 * edge_factor * 2^scale` entries) inside the address space.
+const MAX_EDGE_FACTOR: u32 = 1024;
+
+/// Defines a kernel's `[workload]` config: the graph keys every kernel shares plus the
+/// kernel's own knobs (`name: type = default`), all optional.
+macro_rules! kernel_config {
+    (
+        $(#[$doc:meta])*
+        $name:ident { $( $(#[$fdoc:meta])* $field:ident : $ty:ty = $default:expr ),* $(,)? }
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+        #[serde(deny_unknown_fields, default)]
+        pub struct $name {
+            /// log2 of the number of vertices (Graph500 SCALE).
+            pub scale: u32,
+            /// Generated edges per vertex before symmetrising (Graph500 edgefactor).
+            pub edge_factor: u32,
+            /// Memory references to emit.
+            pub references: u64,
+            /// Map the graph and property arrays before the first reference, as the program's
+            /// graph loading does, so first-touch faults are not part of the measured run.
+            pub populate: bool,
+            $( $(#[$fdoc])* pub $field: $ty, )*
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name {
+                    scale: super::DEFAULT_SCALE,
+                    edge_factor: super::DEFAULT_EDGE_FACTOR,
+                    references: super::DEFAULT_REFERENCES,
+                    populate: true,
+                    $( $field: $default, )*
+                }
+            }
+        }
+
+        impl $name {
+            /// The keys shared by every graph kernel.
+            pub fn keys(&self) -> super::GraphKeys {
+                super::GraphKeys {
+                    scale: self.scale,
+                    edge_factor: self.edge_factor,
+                    references: self.references,
+                    populate: self.populate,
+                }
+            }
+        }
+    };
+}
+pub(crate) use kernel_config;
+
+/// The keys every graph kernel has.
+#[derive(Clone, Copy, Debug)]
+pub struct GraphKeys {
+    pub scale: u32,
+    pub edge_factor: u32,
+    pub references: u64,
+    pub populate: bool,
+}
+
+impl GraphKeys {
+    pub fn validate(&self, path: &str) -> Result<()> {
+        if self.scale == 0 || self.scale > MAX_SCALE {
+            return Err(Error::config(
+                format!("{path}.scale"),
+                format!(
+                    "must be between 1 and {MAX_SCALE} (log2 of the vertex count), got {}",
+                    self.scale
+                ),
+            ));
+        }
+        if self.edge_factor == 0 || self.edge_factor > MAX_EDGE_FACTOR {
+            return Err(Error::config(
+                format!("{path}.edge_factor"),
+                format!(
+                    "must be between 1 and {MAX_EDGE_FACTOR}, got {}",
+                    self.edge_factor
+                ),
+            ));
+        }
+        super::nonzero(format!("{path}.references"), self.references)
+    }
+}
+
+/// Where the producer thread gets its graph.
+pub(crate) enum GraphSource {
+    /// Generated on the producer thread.
+    Kronecker { scale: u32, edge_factor: u32 },
+    /// Given (tiny hand-written graphs in tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Given(Csr),
+}
+
+impl GraphSource {
+    fn kronecker(keys: &GraphKeys) -> GraphSource {
+        GraphSource::Kronecker {
+            scale: keys.scale,
+            edge_factor: keys.edge_factor,
+        }
+    }
+
+    fn vertices(&self) -> u64 {
+        match self {
+            GraphSource::Kronecker { scale, .. } => 1 << scale,
+            GraphSource::Given(g) => g.vertices() as u64,
+        }
+    }
+
+    /// Neighbour-array entries to allocate: the bound for generated graphs, exact for given ones.
+    fn max_entries(&self) -> u64 {
+        match self {
+            GraphSource::Kronecker { scale, edge_factor } => (2 * *edge_factor as u64) << scale,
+            GraphSource::Given(g) => g.entries(),
+        }
+    }
+
+    fn generate(self, seed: u64) -> Csr {
+        match self {
+            GraphSource::Kronecker { scale, edge_factor } => Csr::rmat(scale, edge_factor, seed),
+            GraphSource::Given(g) => g,
+        }
+    }
+}
+
+/// Allocation of a kernel's property arrays in the simulated process, before the graph exists.
+pub(crate) struct Setup<'a> {
+    heap: SimHeap,
+    os: &'a mut Os,
+    vertices: u64,
+}
+
+impl Setup<'_> {
+    /// One element of `elem` bytes per vertex.
+    pub fn per_vertex(&mut self, elem: u64) -> Result<Array> {
+        self.heap.array(self.os, self.vertices, elem)
+    }
+}
+
+/// The graph as the kernel sees it: the host CSR with its simulated arrays. The methods load
+/// from the simulated arrays and return the host values.
+pub(crate) struct Graph {
+    pub csr: Csr,
+    offsets: Array,
+    neighbours: Array,
+    weights: Option<Array>,
+    salt: u64,
+}
+
+impl Graph {
+    pub fn vertices(&self) -> u32 {
+        self.csr.vertices()
+    }
+
+    /// Load `offsets[v]` and `offsets[v+1]`; `on` is the load `v` came from, if any. Returns the
+    /// row and the first load, on which the row's neighbour loads depend (their index starts
+    /// from it).
+    pub fn row(&self, e: &mut Emitter, v: u32, on: Option<RecId>) -> Emit<(Range<u64>, RecId)> {
+        let first = self.offsets.load(e, v as u64, on)?;
+        self.offsets.load(e, v as u64 + 1, on)?;
+        Ok((self.csr.row(v), first))
+    }
+
+    /// Load `neighbours[i]` of a row whose bounds came from `row`.
+    #[inline]
+    pub fn neighbour(&self, e: &mut Emitter, i: u64, row: RecId) -> Emit<(u32, RecId)> {
+        let id = self.neighbours.load(e, i, Some(row))?;
+        Ok((self.csr.neighbour(i), id))
+    }
+
+    /// Load `weights[i]`, the weight of edge `u`-`neighbours[i]`.
+    pub fn weight(&self, e: &mut Emitter, u: u32, i: u64, row: RecId) -> Emit<u32> {
+        let weights = self
+            .weights
+            .expect("weighted kernels allocate the weight array");
+        weights.load(e, i, Some(row))?;
+        Ok(rmat::edge_weight(u, self.csr.neighbour(i), self.salt))
+    }
+
+    /// A root for traversals: a random vertex with at least one edge, as Graph500 chooses its
+    /// search keys (any vertex when the graph has no edges).
+    pub fn pick_root(&self, rng: &mut Rng) -> u32 {
+        let n = self.vertices();
+        for _ in 0..64 {
+            let v = rng.below(n as u64) as u32;
+            if self.csr.degree(v) > 0 {
+                return v;
+            }
+        }
+        (0..n).find(|&v| self.csr.degree(v) > 0).unwrap_or(0)
+    }
+
+    /// Simulated arrays of the graph, for tests that check emitted addresses.
+    #[cfg(test)]
+    pub fn arrays(&self) -> (Array, Array, Option<Array>) {
+        (self.offsets, self.neighbours, self.weights)
+    }
+}
+
+/// Emitting an access to element `i` of a simulated array; `on` is the load the index came from.
+pub(crate) trait Access {
+    fn load(&self, e: &mut Emitter, i: u64, on: Option<RecId>) -> Emit<RecId>;
+    fn store(&self, e: &mut Emitter, i: u64, on: Option<RecId>) -> Emit<RecId>;
+}
+
+impl Access for Array {
+    #[inline]
+    fn load(&self, e: &mut Emitter, i: u64, on: Option<RecId>) -> Emit<RecId> {
+        let (va, size) = (self.at(i), self.elem as u8);
+        match on {
+            Some(d) => e.load_dep(va, size, d),
+            None => e.load(va, size),
+        }
+    }
+
+    #[inline]
+    fn store(&self, e: &mut Emitter, i: u64, on: Option<RecId>) -> Emit<RecId> {
+        let (va, size) = (self.at(i), self.elem as u8);
+        match on {
+            Some(d) => e.store_dep(va, size, d),
+            None => e.store(va, size),
+        }
+    }
+}
+
+/// Address of the field at byte `offset` of element `i` (arrays of small structs).
+pub(crate) fn field(a: &Array, i: u64, offset: u64) -> VirtAddr {
+    VirtAddr(a.at(i).0 + offset)
+}
+
+/// Allocate the graph's arrays and the kernel's properties (`props`) in process `pid`, then start
+/// the producer thread: it builds the graph from `source` and runs `kernel` on it until the
+/// `references` budget is spent.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start<P, K>(
+    source: GraphSource,
+    keys: &GraphKeys,
+    weighted: bool,
+    os: &mut Os,
+    pid: u16,
+    seed: u64,
+    props: impl FnOnce(&mut Setup) -> Result<P>,
+    kernel: K,
+) -> Result<ThreadedSource>
+where
+    P: Send + 'static,
+    K: FnOnce(&mut Emitter, &Graph, P, &mut Rng) -> Emit<()> + Send + 'static,
+{
+    let vertices = source.vertices();
+    let entries = source.max_entries();
+    let mut heap = SimHeap::new(pid, MapKind::Anon, keys.populate);
+    let offsets = heap.array(os, vertices + 1, 8)?;
+    let neighbours = heap.array(os, entries, 4)?;
+    let weights = if weighted {
+        Some(heap.array(os, entries, 4)?)
+    } else {
+        None
+    };
+    let mut setup = Setup { heap, os, vertices };
+    let props = props(&mut setup)?;
+    let mut seeds = Rng::new(seed, rng::stream::WORKLOAD);
+    let graph_seed = seeds.next_u64();
+    let salt = seeds.next_u64();
+    let mut kernel_rng = Rng::new(seeds.next_u64(), 0);
+    Ok(ThreadedSource::spawn(pid, keys.references, move |e| {
+        let graph = Graph {
+            csr: source.generate(graph_seed),
+            offsets,
+            neighbours,
+            weights,
+            salt,
+        };
+        kernel(e, &graph, props, &mut kernel_rng)
+    }))
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Running kernels on tiny graphs and inspecting what they emitted.
+
+    use super::*;
+    use crate::trace::{Op, Record, RecordSource};
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::{Hash, Hasher};
+    use std::sync::mpsc;
+
+    pub fn os() -> Os {
+        let cfg = crate::config::load(
+            "baseline-radix",
+            &["os.physmem.fragmentation=0.0".to_string()],
+        )
+        .unwrap();
+        Os::new(&cfg.os, cfg.pt.levels, cfg.seed).unwrap()
+    }
+
+    pub fn drain(s: &mut dyn RecordSource) -> Vec<Record> {
+        let mut all = Vec::new();
+        let mut buf = Vec::with_capacity(1000);
+        loop {
+            s.fill(&mut buf).unwrap();
+            if buf.is_empty() {
+                return all;
+            }
+            all.extend_from_slice(&buf);
+        }
+    }
+
+    pub fn hash(records: &[Record]) -> u64 {
+        let mut h = DefaultHasher::new();
+        for r in records {
+            (r.vaddr.0, r.op, r.size, r.pid, r.instr_delta, r.dep).hash(&mut h);
+        }
+        h.finish()
+    }
+
+    /// Run `kernel` once on `csr` (unlimited budget) and return its records, the graph's
+    /// arrays, the kernel's property arrays and its result.
+    pub fn run_once<P, R>(
+        csr: Csr,
+        weighted: bool,
+        props: impl FnOnce(&mut Setup) -> Result<P>,
+        kernel: impl FnOnce(&mut Emitter, &Graph, &P) -> Emit<R> + Send + 'static,
+    ) -> (Vec<Record>, (Array, Array, Option<Array>), P, R)
+    where
+        P: Clone + Send + 'static,
+        R: Send + 'static,
+    {
+        let mut os = os();
+        let pid = os.spawn().unwrap();
+        let keys = GraphKeys {
+            scale: 1,
+            edge_factor: 1,
+            references: u64::MAX,
+            populate: false,
+        };
+        let (tx, rx) = mpsc::channel();
+        let src = start(
+            GraphSource::Given(csr),
+            &keys,
+            weighted,
+            &mut os,
+            pid,
+            1,
+            props,
+            move |e, g, p: P, _| {
+                let r = kernel(e, g, &p)?;
+                tx.send((g.arrays(), p, r)).unwrap();
+                Ok(())
+            },
+        )
+        .unwrap();
+        let mut src = src;
+        let records = drain(&mut src);
+        let (arrays, p, r) = rx.recv().unwrap();
+        (records, arrays, p, r)
+    }
+
+    /// Indices of the records that access `a`, with their operation, in order.
+    pub fn accesses(records: &[Record], a: &Array) -> Vec<(Op, u64)> {
+        records
+            .iter()
+            .filter(|r| r.vaddr.0 >= a.base.0 && r.vaddr.0 < a.base.0 + a.bytes())
+            .map(|r| (r.op, (r.vaddr.0 - a.base.0) / a.elem))
+            .collect()
+    }
+
+    /// The whole record stream of a workload, hashed; for determinism tests.
+    pub fn stream_hash(cfg: &crate::workload::WorkloadConfig, seed: u64) -> u64 {
+        let mut os = os();
+        let mut src = crate::workload::build(cfg, &mut os, seed).unwrap();
+        hash(&drain(src.as_mut()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+    use crate::workload::WorkloadConfig;
+
+    fn all_kernels(scale: u32, references: u64, populate: bool) -> Vec<WorkloadConfig> {
+        macro_rules! cfg {
+            ($variant:ident, $ty:ident) => {
+                WorkloadConfig::$variant($ty {
+                    scale,
+                    references,
+                    populate,
+                    ..Default::default()
+                })
+            };
+        }
+        vec![
+            cfg!(Bfs, BfsConfig),
+            cfg!(Pr, PrConfig),
+            cfg!(Cc, CcConfig),
+            cfg!(Sssp, SsspConfig),
+            cfg!(Bc, BcConfig),
+            cfg!(Tc, TcConfig),
+            cfg!(Dc, DcConfig),
+            cfg!(Dfs, DfsConfig),
+            cfg!(Gc, GcConfig),
+        ]
+    }
+
+    #[test]
+    fn every_kernel_is_deterministic_and_fills_its_budget() {
+        for cfg in all_kernels(9, 200_000, false) {
+            let a = stream_hash(&cfg, 5);
+            assert_eq!(a, stream_hash(&cfg, 5), "{}", cfg.name());
+            assert_ne!(a, stream_hash(&cfg, 6), "{} ignores the seed", cfg.name());
+            let mut os = os();
+            let n = drain(crate::workload::build(&cfg, &mut os, 5).unwrap().as_mut()).len();
+            assert_eq!(n, 200_000, "{} stopped early", cfg.name());
+        }
+    }
+
+    #[test]
+    fn bad_graph_keys_are_rejected_with_their_path() {
+        let bad = [
+            (
+                "scale",
+                BfsConfig {
+                    scale: 0,
+                    ..Default::default()
+                },
+            ),
+            (
+                "scale",
+                BfsConfig {
+                    scale: 31,
+                    ..Default::default()
+                },
+            ),
+            (
+                "edge_factor",
+                BfsConfig {
+                    edge_factor: 0,
+                    ..Default::default()
+                },
+            ),
+            (
+                "references",
+                BfsConfig {
+                    references: 0,
+                    ..Default::default()
+                },
+            ),
+        ];
+        let bad = bad
+            .map(|(key, cfg)| (key, WorkloadConfig::Bfs(cfg)))
+            .into_iter()
+            .chain([
+                (
+                    "iterations",
+                    WorkloadConfig::Pr(PrConfig {
+                        iterations: 0,
+                        ..Default::default()
+                    }),
+                ),
+                (
+                    "sources",
+                    WorkloadConfig::Bc(BcConfig {
+                        sources: 0,
+                        ..Default::default()
+                    }),
+                ),
+            ]);
+        for (key, cfg) in bad {
+            let err = cfg.validate("workload").unwrap_err();
+            assert!(
+                err.to_string().contains(&format!("`workload.{key}`")),
+                "{err}"
+            );
+        }
+        for cfg in all_kernels(DEFAULT_SCALE, 1, true) {
+            cfg.validate("workload").unwrap();
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        let r: std::result::Result<WorkloadConfig, _> =
+            toml::from_str("name = \"bfs\"\nscael = 3\n");
+        assert!(r.is_err());
+        let r: WorkloadConfig = toml::from_str("name = \"pr\"\niterations = 3\n").unwrap();
+        assert!(matches!(
+            r,
+            WorkloadConfig::Pr(PrConfig {
+                iterations: 3,
+                scale: 20,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn default_footprint_is_far_beyond_l2_tlb_reach() {
+        // The producer threads started here generate their graphs and stop at the first send.
+        for cfg in all_kernels(DEFAULT_SCALE, 1, false) {
+            let mut os = os();
+            drop(crate::workload::build(&cfg, &mut os, 1).unwrap());
+            let bytes: u64 = os
+                .process(0)
+                .unwrap()
+                .vmas()
+                .map(|v| (v.end.0 - v.start.0) * 4096)
+                .sum();
+            // Offsets (8 MiB) and neighbours (128 MiB) alone; 6 MiB is the L2 TLB's 4 KiB reach.
+            assert!(bytes > 136 << 20, "{}: {bytes} bytes", cfg.name());
+        }
+    }
+}
