@@ -372,3 +372,348 @@ impl ChampSimWriter {
         Ok(self.records)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::RecordSource;
+    use proptest::prelude::*;
+
+    fn read_all(path: &Path) -> Result<Vec<Record>> {
+        let mut r = open(path)?;
+        let mut out = Vec::new();
+        let mut buf = Vec::with_capacity(7);
+        loop {
+            r.fill(&mut buf)?;
+            if buf.is_empty() {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf);
+        }
+    }
+
+    fn write_instrs(path: &Path, instrs: &[Instr]) {
+        let bytes: Vec<u8> = instrs.iter().flat_map(|i| i.encode()).collect();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    fn write_records(path: &Path, recs: &[Record], c: Compression) -> u64 {
+        let mut w = ChampSimWriter::create(path, c).unwrap();
+        for r in recs {
+            w.write(r).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    fn rec(op: Op, vaddr: u64, instr_delta: u32, dep: u32) -> Record {
+        Record {
+            vaddr: VirtAddr(vaddr),
+            op,
+            size: ACCESS_BYTES,
+            core: 0,
+            pid: 0,
+            instr_delta,
+            dep,
+        }
+    }
+
+    /// Every field sits at the offset ChampSim's `input_instr` gives it.
+    #[test]
+    fn layout_matches_input_instr() {
+        let mut b = [0u8; INSTR_BYTES];
+        b[0..8].copy_from_slice(&0x1122_3344_5566_7788u64.to_le_bytes());
+        b[8] = 1;
+        b[9] = 1;
+        b[10..12].copy_from_slice(&[3, 4]);
+        b[12..16].copy_from_slice(&[5, 6, 7, 8]);
+        for (i, v) in [0xd0u64, 0xd1, 0x50, 0x51, 0x52, 0x53].iter().enumerate() {
+            b[16 + 8 * i..24 + 8 * i].copy_from_slice(&(v << 12).to_le_bytes());
+        }
+        let ins = Instr::decode(&b);
+        assert_eq!(
+            ins,
+            Instr {
+                ip: 0x1122_3344_5566_7788,
+                is_branch: 1,
+                branch_taken: 1,
+                destination_registers: [3, 4],
+                source_registers: [5, 6, 7, 8],
+                destination_memory: [0xd0 << 12, 0xd1 << 12],
+                source_memory: [0x50 << 12, 0x51 << 12, 0x52 << 12, 0x53 << 12],
+            }
+        );
+        assert_eq!(ins.encode(), b);
+    }
+
+    /// Operands become loads then stores, non-memory instructions become `instr_delta`, and
+    /// dependences follow register taint through arithmetic, ignoring flags and the IP.
+    #[test]
+    fn instructions_map_to_records() {
+        let plain = |ip| Instr {
+            ip,
+            ..Instr::default()
+        };
+        let instrs = [
+            plain(0x100),
+            plain(0x104),
+            // Two loads (operand slots 0 and 2) and a store (slot 1); writes r3.
+            Instr {
+                ip: 0x108,
+                destination_registers: [3, 0],
+                source_memory: [0xa000, 0, 0xb000, 0],
+                destination_memory: [0, 0xc000],
+                ..Instr::default()
+            },
+            // r4 = r3 + 1: register arithmetic carries the taint (and the flags get it too).
+            Instr {
+                ip: 0x10c,
+                destination_registers: [4, REG_FLAGS],
+                source_registers: [3, 0, 0, 0],
+                ..Instr::default()
+            },
+            // Load through r4: depends on the youngest load behind r3 (record 1). Writes r5.
+            Instr {
+                ip: 0x110,
+                destination_registers: [5, 0],
+                source_registers: [4, 0, 0, 0],
+                source_memory: [0xd000, 0, 0, 0],
+                ..Instr::default()
+            },
+            // Reads only flags and the IP: independent.
+            Instr {
+                ip: 0x114,
+                source_registers: [REG_FLAGS, REG_INSTRUCTION_POINTER, 0, 0],
+                source_memory: [0xe000, 0, 0, 0],
+                ..Instr::default()
+            },
+            // r3 = constant: clears its taint.
+            Instr {
+                ip: 0x118,
+                destination_registers: [3, 0],
+                ..Instr::default()
+            },
+            Instr {
+                ip: 0x11c,
+                source_registers: [3, 0, 0, 0],
+                source_memory: [0xf000, 0, 0, 0],
+                ..Instr::default()
+            },
+            // Reads r5 (the load at record 3) and an untainted register; store is independent.
+            Instr {
+                ip: 0x120,
+                source_registers: [9, 5, 0, 0],
+                source_memory: [0x1_0000, 0, 0, 0],
+                destination_memory: [0x2_0000, 0],
+                ..Instr::default()
+            },
+            plain(0x124),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.champsim");
+        write_instrs(&p, &instrs);
+        assert_eq!(
+            read_all(&p).unwrap(),
+            vec![
+                rec(Op::Load, 0xa000, 2, 0),
+                rec(Op::Load, 0xb000, 0, 0),
+                rec(Op::Store, 0xc000, 0, 0),
+                rec(Op::Load, 0xd000, 1, 2),
+                rec(Op::Load, 0xe000, 0, 0),
+                rec(Op::Load, 0xf000, 1, 0),
+                rec(Op::Load, 0x1_0000, 0, 3),
+                rec(Op::Store, 0x2_0000, 0, 0),
+            ]
+        );
+    }
+
+    /// Records whose dependences all point at a load at most `window` loads back.
+    fn records_strategy() -> impl Strategy<Value = Vec<Record>> {
+        proptest::collection::vec(
+            (any::<bool>(), 1u64..1 << 47, 0u32..4, proptest::option::of(0usize..400)),
+            0..500,
+        )
+        .prop_map(|raw| {
+            let window = dep_registers().len();
+            let mut loads: Vec<usize> = Vec::new();
+            let mut out = Vec::new();
+            for (i, (is_load, vaddr, delta, dep)) in raw.into_iter().enumerate() {
+                let op = if is_load { Op::Load } else { Op::Store };
+                let dep = match (op, dep) {
+                    (Op::Load, Some(k)) if !loads.is_empty() => {
+                        let reach = loads.len().min(window);
+                        (i - loads[loads.len() - 1 - k % reach]) as u32
+                    }
+                    _ => 0,
+                };
+                if is_load {
+                    loads.push(i);
+                }
+                out.push(rec(op, vaddr, delta, dep));
+            }
+            out
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn writer_reader_round_trip(recs in records_strategy()) {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("t.champsim");
+            prop_assert_eq!(write_records(&p, &recs, Compression::None), recs.len() as u64);
+            prop_assert_eq!(read_all(&p).unwrap(), recs);
+        }
+    }
+
+    fn sample() -> Vec<Record> {
+        let mut rng = crate::rng::Rng::new(3, 0);
+        (0..20_000u64)
+            .map(|i| {
+                let x = rng.next_u64();
+                let op = if x & 1 == 0 { Op::Load } else { Op::Store };
+                let dep = u32::from(op == Op::Load && i > 0 && x & 2 == 0 && x & 4 == 0);
+                let dep = if dep == 1 && x & 8 == 0 { 0 } else { dep };
+                rec(op, (x >> 8) | 0x1000, (x >> 4 & 3) as u32, dep)
+            })
+            .collect()
+    }
+
+    /// The sample's deps point one record back; only those whose producer is a load survive.
+    fn expected(recs: &[Record]) -> Vec<Record> {
+        let mut want = recs.to_vec();
+        for i in 1..want.len() {
+            if want[i].dep == 1 && recs[i - 1].op != Op::Load {
+                want[i].dep = 0;
+            }
+        }
+        want
+    }
+
+    #[test]
+    fn xz_and_gz_round_trips() {
+        let recs = sample();
+        let dir = tempfile::tempdir().unwrap();
+        for (name, c, magic) in [
+            ("t.champsim.xz", Compression::Xz, &[0xfdu8, b'7'][..]),
+            ("t.champsim.gz", Compression::Gzip, &[0x1f, 0x8b][..]),
+        ] {
+            let p = dir.path().join(name);
+            write_records(&p, &recs, c);
+            assert!(std::fs::read(&p).unwrap().starts_with(magic), "{name}");
+            assert_eq!(read_all(&p).unwrap(), expected(&recs), "{name}");
+            assert_eq!(open(&p).unwrap().decoder().compression(), c);
+            // Detection is by content: the same bytes under a misleading name read the same.
+            let q = dir.path().join("renamed.bin");
+            std::fs::copy(&p, &q).unwrap();
+            assert_eq!(read_all(&q).unwrap(), expected(&recs), "{name} renamed");
+        }
+    }
+
+    #[test]
+    fn dependences_the_writer_cannot_encode_are_dropped() {
+        let window = dep_registers().len() as u32;
+        let mut recs = vec![rec(Op::Store, 0x1000, 0, 0), rec(Op::Load, 0x2000, 0, 1)];
+        // A producer `window` loads back: its register has been reused.
+        for i in 0..window {
+            recs.push(rec(Op::Load, 0x3000 + u64::from(i) * 8, 0, 0));
+        }
+        recs.push(rec(Op::Load, 0x9000, 0, window + 1));
+        recs.push(rec(Op::Load, 0xa000, 0, window));
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.champsim");
+        write_records(&p, &recs, Compression::None);
+        let got = read_all(&p).unwrap();
+        assert_eq!(got[1].dep, 0, "a dependence on a store is not a load dependence");
+        assert_eq!(got[got.len() - 2].dep, 0, "beyond the register window");
+        assert_eq!(got[got.len() - 1].dep, window, "the oldest load still in a register");
+    }
+
+    #[test]
+    fn truncated_xz_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.champsim.xz");
+        write_records(&p, &sample(), Compression::Xz);
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() * 2 / 3]).unwrap();
+        let msg = read_all(&p).unwrap_err().to_string();
+        assert!(msg.contains("t.champsim.xz") && msg.contains("xz"), "{msg}");
+        // Records before the damage are delivered first.
+        let mut r = open(&p).unwrap();
+        assert!(r.next_record().unwrap().is_some());
+    }
+
+    #[test]
+    fn truncated_gz_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.champsim.gz");
+        write_records(&p, &sample(), Compression::Gzip);
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+        let msg = read_all(&p).unwrap_err().to_string();
+        assert!(msg.contains("gzip"), "{msg}");
+    }
+
+    #[test]
+    fn raw_size_not_a_multiple_of_64_names_the_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.champsim");
+        let ins = Instr {
+            ip: 1,
+            source_memory: [0x5000, 0, 0, 0],
+            ..Instr::default()
+        };
+        let mut bytes: Vec<u8> = [ins; 3].iter().flat_map(|i| i.encode()).collect();
+        bytes.extend_from_slice(&[1; 10]);
+        std::fs::write(&p, &bytes).unwrap();
+        let mut r = open(&p).unwrap();
+        let mut buf = Vec::with_capacity(100);
+        r.fill(&mut buf).unwrap();
+        assert_eq!(buf.len(), 3, "complete instructions come first");
+        let msg = r.fill(&mut buf).unwrap_err().to_string();
+        assert!(
+            msg.contains("t.champsim")
+                && msg.contains("multiple of 64")
+                && msg.contains("byte offset 192")
+                && msg.contains("only 10 bytes"),
+            "{msg}"
+        );
+        assert!(r.fill(&mut buf).is_err(), "the error is sticky");
+    }
+
+    #[test]
+    fn writer_rejects_what_champsim_cannot_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.champsim");
+        let mut w = ChampSimWriter::create(&p, Compression::None).unwrap();
+        let mut other_pid = rec(Op::Load, 0x1000, 0, 0);
+        other_pid.pid = 2;
+        let msg = w.write(&other_pid).unwrap_err().to_string();
+        assert!(msg.contains("pid 2"), "{msg}");
+        let msg = w.write(&rec(Op::Store, 0, 0, 0)).unwrap_err().to_string();
+        assert!(msg.contains("address 0"), "{msg}");
+    }
+
+    #[test]
+    fn ifetch_records_become_non_memory_instructions() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.champsim");
+        let mut fetch = rec(Op::Ifetch, 0x7777_0000, 1, 0);
+        fetch.size = 4;
+        let recs = [
+            rec(Op::Load, 0x1000, 0, 0),
+            fetch,
+            rec(Op::Load, 0x2000, 0, 2),
+        ];
+        write_records(&p, &recs, Compression::None);
+        let bytes = std::fs::read(&p).unwrap();
+        // load, one delta instruction, the fetch at its own address, load.
+        assert_eq!(bytes.len(), 4 * INSTR_BYTES);
+        let third = Instr::decode(bytes[128..192].try_into().unwrap());
+        assert_eq!(third.ip, 0x7777_0000);
+        // The second load's producer (record 0) is recovered in the reader's numbering.
+        assert_eq!(
+            read_all(&p).unwrap(),
+            vec![rec(Op::Load, 0x1000, 0, 0), rec(Op::Load, 0x2000, 2, 1)]
+        );
+    }
+}
