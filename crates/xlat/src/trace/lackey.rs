@@ -303,3 +303,182 @@ impl LackeyWriter {
         Ok(self.records)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::RecordSource;
+    use proptest::prelude::*;
+
+    const FIXTURE: &str = "\
+==4211== Lackey, an example Valgrind tool
+==4211== Copyright (C) 2002-2017, and GNU GPL'd, by Nicholas Nethercote.
+==4211== Command: /bin/true
+
+I  04001f70,3
+I  04001f73,4
+ S 1ffefffd68,8
+I  04001f77,2
+I  04001f79,5
+ L 04022118,8
+ M 0402a3a8,4
+I  0400aaaa,3\r
+ L 1000,16
+I  0400aab0,2
+ S 2000,512
+==4211==
+I  0400aab2,2
+";
+
+    fn rec(op: Op, vaddr: u64, size: u8, instr_delta: u32) -> Record {
+        Record {
+            vaddr: VirtAddr(vaddr),
+            op,
+            size,
+            core: 0,
+            pid: 0,
+            instr_delta,
+            dep: 0,
+        }
+    }
+
+    fn read_all(path: &Path, options: LackeyOptions) -> Result<Vec<Record>> {
+        let mut r = open_with(path, options)?;
+        let mut out = Vec::new();
+        let mut buf = Vec::with_capacity(3);
+        loop {
+            r.fill(&mut buf)?;
+            if buf.is_empty() {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf);
+        }
+    }
+
+    fn fixture_file(dir: &tempfile::TempDir, text: &str) -> PathBuf {
+        let p = dir.path().join("lackey.log");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn fixture_maps_to_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fixture_file(&dir, FIXTURE);
+        assert_eq!(
+            read_all(&p, LackeyOptions::default()).unwrap(),
+            vec![
+                rec(Op::Store, 0x1ffefffd68, 8, 1),
+                rec(Op::Load, 0x04022118, 8, 1),
+                rec(Op::Load, 0x0402a3a8, 4, 0),
+                rec(Op::Store, 0x0402a3a8, 4, 0),
+                rec(Op::Load, 0x1000, 16, 0),
+                rec(Op::Store, 0x2000, 255, 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn fixture_with_ifetch_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fixture_file(&dir, FIXTURE);
+        let got = read_all(&p, LackeyOptions { ifetch: true }).unwrap();
+        let ops: String = got
+            .iter()
+            .map(|r| match r.op {
+                Op::Ifetch => 'I',
+                Op::Load => 'L',
+                Op::Store => 'S',
+            })
+            .collect();
+        assert_eq!(ops, "IISIILLSILISI");
+        assert_eq!(got[0], rec(Op::Ifetch, 0x04001f70, 3, 0));
+        assert!(got.iter().all(|r| r.instr_delta == 0));
+    }
+
+    #[test]
+    fn garbage_line_names_its_number() {
+        let dir = tempfile::tempdir().unwrap();
+        for (text, line) in [
+            ("I  1000,4\n L 2000,8\n L 3000\n", 3),
+            ("==1== hi\n\n X 2000,8\n", 3),
+            (" L 2000,8\n L zz,8\n", 2),
+            (" L 2000,-8\n", 1),
+            (" L2000,8\n", 1),
+            (" L 2000,8 junk\n", 1),
+            (" L 11112222333344445,8\n", 1),
+            (" L 2000,8\n\u{0} L\n", 2),
+        ] {
+            let p = fixture_file(&dir, text);
+            let mut r = open(&p).unwrap();
+            let mut all = Vec::new();
+            let err = loop {
+                match r.next_record() {
+                    Ok(Some(x)) => all.push(x),
+                    Ok(None) => panic!("{text:?} must fail"),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            assert!(
+                err.contains("lackey.log") && err.contains(&format!("line {line}:")),
+                "{text:?}: {err}"
+            );
+            assert!(r.next_record().is_err(), "the error is sticky");
+        }
+    }
+
+    #[test]
+    fn recognises_lackey_text() {
+        assert!(looks_like_lackey(FIXTURE.as_bytes()));
+        assert!(looks_like_lackey(b"\n\nI  0400aaaa,3\n"));
+        assert!(looks_like_lackey(b" L 0400aaaa,3"));
+        assert!(!looks_like_lackey(b"==x== hello\n"));
+        assert!(!looks_like_lackey(b"hello world\n"));
+        assert!(!looks_like_lackey(b"\x7fELF\x02\x01"));
+        assert!(!looks_like_lackey(b""));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Everything lackey can carry survives writing and reading back.
+        #[test]
+        fn writer_reader_round_trip(
+            raw in proptest::collection::vec((any::<bool>(), any::<u64>(), any::<u8>(), 0u32..5), 0..300),
+            compression in prop_oneof![Just(Compression::None), Just(Compression::Gzip)],
+        ) {
+            let recs: Vec<Record> = raw
+                .into_iter()
+                .map(|(load, a, size, d)| rec(if load { Op::Load } else { Op::Store }, a, size, d))
+                .collect();
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("t.lackey");
+            let mut w = LackeyWriter::create(&p, compression).unwrap();
+            for r in &recs {
+                w.write(r).unwrap();
+            }
+            prop_assert_eq!(w.finish().unwrap(), recs.len() as u64);
+            prop_assert_eq!(read_all(&p, LackeyOptions::default()).unwrap(), recs);
+        }
+    }
+
+    #[test]
+    fn writer_text_is_lackey_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.lackey");
+        let mut w = LackeyWriter::create(&p, Compression::None).unwrap();
+        let mut dependent = rec(Op::Load, 0xabc, 8, 1);
+        dependent.dep = 1;
+        w.write(&rec(Op::Store, 0x1ffefffd68, 8, 0)).unwrap();
+        w.write(&dependent).unwrap();
+        w.write(&rec(Op::Ifetch, 0x401000, 4, 0)).unwrap();
+        w.finish().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "==0== lackey-format memory trace written by xlat\n\
+             I  00400000,4\n S 1ffefffd68,8\n\
+             I  00400004,4\n\
+             I  00400008,4\n L 00000abc,8\n\
+             I  00401000,4\n"
+        );
+    }
+}
