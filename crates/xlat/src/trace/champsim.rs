@@ -529,7 +529,12 @@ mod tests {
     /// Records whose dependences all point at a load at most `window` loads back.
     fn records_strategy() -> impl Strategy<Value = Vec<Record>> {
         proptest::collection::vec(
-            (any::<bool>(), 1u64..1 << 47, 0u32..4, proptest::option::of(0usize..400)),
+            (
+                any::<bool>(),
+                1u64..1 << 47,
+                0u32..4,
+                proptest::option::of(0usize..400),
+            ),
             0..500,
         )
         .prop_map(|raw| {
@@ -623,9 +628,16 @@ mod tests {
         let p = dir.path().join("t.champsim");
         write_records(&p, &recs, Compression::None);
         let got = read_all(&p).unwrap();
-        assert_eq!(got[1].dep, 0, "a dependence on a store is not a load dependence");
+        assert_eq!(
+            got[1].dep, 0,
+            "a dependence on a store is not a load dependence"
+        );
         assert_eq!(got[got.len() - 2].dep, 0, "beyond the register window");
-        assert_eq!(got[got.len() - 1].dep, window, "the oldest load still in a register");
+        assert_eq!(
+            got[got.len() - 1].dep,
+            window,
+            "the oldest load still in a register"
+        );
     }
 
     #[test]

@@ -350,13 +350,30 @@ mod tests {
         let got = s.finish();
         assert_eq!((got.unique_pages_4k, got.unique_pages_2m), (2, 2));
         assert_eq!(got.reuse_cold, 2);
-        assert_eq!(got.reuse_histogram, vec![ReuseBucket { min: 0, max: 0, count: 0 }, ReuseBucket { min: 1, max: 1, count: 1 }]);
+        assert_eq!(
+            got.reuse_histogram,
+            vec![
+                ReuseBucket {
+                    min: 0,
+                    max: 0,
+                    count: 0
+                },
+                ReuseBucket {
+                    min: 1,
+                    max: 1,
+                    count: 1
+                }
+            ]
+        );
     }
 
     #[test]
     fn empty_trace() {
         let got = Summarizer::new("lackey", ReuseTracker::default()).finish();
-        assert_eq!((got.records, got.min_address, got.reuse_histogram.len()), (0, None, 0));
+        assert_eq!(
+            (got.records, got.min_address, got.reuse_histogram.len()),
+            (0, None, 0)
+        );
     }
 
     proptest! {

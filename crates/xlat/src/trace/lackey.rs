@@ -52,37 +52,41 @@ pub enum Line {
     Modify { addr: u64, size: u64 },
 }
 
-/// Parses one line: `Ok(None)` for lines to skip (blank, `==pid==` messages), `Err(())` for
+/// A line that is not lackey output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotLackey;
+
+/// Parses one line: `Ok(None)` for lines to skip (blank, `==pid==` messages), `Err` for
 /// anything that is not lackey output.
-pub fn parse_line(line: &[u8]) -> std::result::Result<Option<Line>, ()> {
-    let text = std::str::from_utf8(line).map_err(|_| ())?;
+pub fn parse_line(line: &[u8]) -> std::result::Result<Option<Line>, NotLackey> {
+    let text = std::str::from_utf8(line).map_err(|_| NotLackey)?;
     let text = text.trim_end_matches(['\n', '\r']);
     let body = text.trim_start();
     if body.is_empty() || body.starts_with("==") {
         return Ok(None);
     }
     let mut chars = body.chars();
-    let op = chars.next().ok_or(())?;
+    let op = chars.next().ok_or(NotLackey)?;
     let rest = chars.as_str();
     // The operation letter is followed by at least one space.
     if !rest.starts_with(' ') {
-        return Err(());
+        return Err(NotLackey);
     }
-    let (addr, size) = rest.trim().split_once(',').ok_or(())?;
+    let (addr, size) = rest.trim().split_once(',').ok_or(NotLackey)?;
     if addr.is_empty() || !addr.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(());
+        return Err(NotLackey);
     }
     if size.is_empty() || !size.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(());
+        return Err(NotLackey);
     }
-    let addr = u64::from_str_radix(addr, 16).map_err(|_| ())?;
-    let size = size.parse::<u64>().map_err(|_| ())?;
+    let addr = u64::from_str_radix(addr, 16).map_err(|_| NotLackey)?;
+    let size = size.parse::<u64>().map_err(|_| NotLackey)?;
     Ok(Some(match op {
         'I' => Line::Instr { addr, size },
         'L' => Line::Load { addr, size },
         'S' => Line::Store { addr, size },
         'M' => Line::Modify { addr, size },
-        _ => return Err(()),
+        _ => return Err(NotLackey),
     }))
 }
 
@@ -185,7 +189,7 @@ impl UnitDecoder for LackeyDecoder {
                 "line longer than {MAX_LINE} bytes: not lackey output"
             )));
         }
-        let parsed = parse_line(&self.line).map_err(|()| {
+        let parsed = parse_line(&self.line).map_err(|NotLackey| {
             let shown = String::from_utf8_lossy(&self.line);
             self.err(format!(
                 "not a lackey line: {:?} (expected `I  addr,size`, ` L addr,size`, \

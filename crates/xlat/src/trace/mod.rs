@@ -299,3 +299,182 @@ pub fn convert(src: &Path, dst: &Path) -> Result<u64> {
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(op: Op, vaddr: u64, instr_delta: u32, dep: u32) -> Record {
+        Record {
+            vaddr: VirtAddr(vaddr),
+            op,
+            size: 8,
+            core: 0,
+            pid: 0,
+            instr_delta,
+            dep,
+        }
+    }
+
+    /// Loads and stores over a few pages; every third load chases the load before it.
+    fn sample(n: u64) -> Vec<Record> {
+        let mut rng = crate::rng::Rng::new(11, 0);
+        let mut out: Vec<Record> = Vec::new();
+        for i in 0..n {
+            let x = rng.next_u64();
+            let vaddr = 0x7f00_0000_0000 + ((x % (1 << 24)) & !7);
+            let chase = i % 3 == 2 && out.last().is_some_and(|r| r.op == Op::Load);
+            let op = if chase || x >> 60 < 12 {
+                Op::Load
+            } else {
+                Op::Store
+            };
+            out.push(rec(op, vaddr, (x >> 32) as u32 % 4, u32::from(chase)));
+        }
+        out
+    }
+
+    fn read_all(path: &Path) -> Result<Vec<Record>> {
+        let mut r = open(path)?;
+        let mut out = Vec::new();
+        let mut buf = Vec::with_capacity(1000);
+        loop {
+            r.fill(&mut buf)?;
+            if buf.is_empty() {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf);
+        }
+    }
+
+    fn write_xtr(path: &Path, recs: &[Record]) {
+        let mut w = native::XtrWriter::create(path, serde_json::Map::new()).unwrap();
+        w.write_all(recs).unwrap();
+        w.finish().unwrap();
+    }
+
+    #[test]
+    fn detects_every_format_by_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = |name: &str| dir.path().join(name);
+        let recs = sample(500);
+        write_xtr(&d("a.xtr"), &recs);
+        for name in [
+            "b.champsim",
+            "c.champsim.xz",
+            "d.champsimtrace.gz",
+            "e.lackey",
+            "f.lackey.gz",
+            "g.lackey.txt.xz",
+        ] {
+            assert_eq!(convert(&d("a.xtr"), &d(name)).unwrap(), 500, "{name}");
+        }
+        let expect = [
+            ("a.xtr", Format::Xtr),
+            ("b.champsim", Format::ChampSim),
+            ("c.champsim.xz", Format::ChampSim),
+            ("d.champsimtrace.gz", Format::ChampSim),
+            ("e.lackey", Format::Lackey),
+            ("f.lackey.gz", Format::Lackey),
+            ("g.lackey.txt.xz", Format::Lackey),
+        ];
+        for (name, format) in expect {
+            // Names do not matter: copy each under a neutral one.
+            let neutral = d(&format!("{name}.data"));
+            std::fs::copy(d(name), &neutral).unwrap();
+            assert_eq!(detect(&neutral).unwrap(), format, "{name}");
+        }
+
+        std::fs::write(d("text"), "hello world\n").unwrap();
+        let msg = detect(&d("text")).unwrap_err().to_string();
+        assert!(
+            msg.contains("unrecognised trace format") && msg.contains("lackey"),
+            "{msg}"
+        );
+        std::fs::write(d("empty"), "").unwrap();
+        assert!(detect(&d("empty"))
+            .unwrap_err()
+            .to_string()
+            .contains("empty file"));
+        let msg = open(&d("missing.xtr")).err().unwrap().to_string();
+        assert!(msg.contains("missing.xtr: no such trace file"), "{msg}");
+        // A raw file of the wrong size is still read as ChampSim when its name says so, so
+        // the reader can say where it breaks.
+        std::fs::write(d("odd.champsim"), [0u8; 70]).unwrap();
+        assert_eq!(detect(&d("odd.champsim")).unwrap(), Format::ChampSim);
+        let msg = read_all(&d("odd.champsim")).unwrap_err().to_string();
+        assert!(msg.contains("byte offset 64"), "{msg}");
+    }
+
+    #[test]
+    fn conversions_keep_what_each_format_carries() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = |name: &str| dir.path().join(name);
+        let recs = sample(3000);
+        write_xtr(&d("a.xtr"), &recs);
+
+        // ChampSim keeps addresses, ops, deltas and load-to-load deps; sizes become 8.
+        convert(&d("a.xtr"), &d("b.champsim.xz")).unwrap();
+        assert_eq!(read_all(&d("b.champsim.xz")).unwrap(), recs);
+        // Lackey keeps everything but deps.
+        convert(&d("b.champsim.xz"), &d("c.lackey")).unwrap();
+        let no_deps: Vec<Record> = recs.iter().map(|r| Record { dep: 0, ..*r }).collect();
+        assert_eq!(read_all(&d("c.lackey")).unwrap(), no_deps);
+        // And back to native, with the provenance in the metadata.
+        assert_eq!(convert(&d("c.lackey"), &d("d.xtr")).unwrap(), 3000);
+        assert_eq!(read_all(&d("d.xtr")).unwrap(), no_deps);
+        let meta = native::XtrReader::open(&d("d.xtr"))
+            .unwrap()
+            .meta()
+            .meta
+            .clone();
+        assert_eq!(meta["source_format"], "lackey");
+
+        let s = inspect(&d("b.champsim.xz")).unwrap();
+        assert_eq!((s.format.as_str(), s.records), ("champsim", 3000));
+        assert_eq!(
+            s.dependent,
+            recs.iter().filter(|r| r.dep > 0).count() as u64
+        );
+        let t = inspect(&d("c.lackey")).unwrap();
+        assert_eq!(t.instructions, s.instructions);
+        assert_eq!(t.reuse_histogram, s.reuse_histogram);
+        assert_eq!(t.dependent, 0);
+    }
+
+    #[test]
+    fn failed_conversion_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = |name: &str| dir.path().join(name);
+        let mut recs = sample(10);
+        recs[7].pid = 3;
+        write_xtr(&d("a.xtr"), &recs);
+        let msg = convert(&d("a.xtr"), &d("b.champsim"))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("record 7 belongs to pid 3"), "{msg}");
+        assert!(!d("b.champsim").exists() && !d("b.champsim.tmp").exists());
+
+        let msg = convert(&d("a.xtr"), &d("b.trace")).unwrap_err().to_string();
+        assert!(
+            msg.contains("cannot tell the output format") && msg.contains(".champsim"),
+            "{msg}"
+        );
+        assert!(
+            convert(&d("a.xtr"), &d("b.xtr.gz")).is_err(),
+            ".xtr is compressed already"
+        );
+    }
+
+    #[test]
+    fn output_names_map_to_formats() {
+        let f = |n: &str| output_format(Path::new(n)).unwrap();
+        assert_eq!(f("x.xtr"), (Format::Xtr, Compression::None));
+        assert_eq!(f("x.champsim"), (Format::ChampSim, Compression::None));
+        assert_eq!(f("X.ChampSimTrace.XZ"), (Format::ChampSim, Compression::Xz));
+        assert_eq!(f("x.champsim.gz"), (Format::ChampSim, Compression::Gzip));
+        assert_eq!(f("x.lackey"), (Format::Lackey, Compression::None));
+        assert_eq!(f("x.lackey.txt.gz"), (Format::Lackey, Compression::Gzip));
+        assert!(output_format(Path::new("x.txt")).is_err());
+    }
+}
