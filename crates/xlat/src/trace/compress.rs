@@ -14,8 +14,11 @@ use std::path::Path;
 const XZ_MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0x00];
 /// gzip member magic (`1F 8B`).
 const GZ_MAGIC: [u8; 2] = [0x1f, 0x8b];
-/// xz preset used by writers (6 is xz's own default).
-const XZ_PRESET: u32 = 6;
+/// xz preset used by writers. On 32 MB of ChampSim records (a gups trace) preset 1 took 0.8 s
+/// for a 15% larger file than xz's default 6, which took 26 s.
+const XZ_PRESET: u32 = 1;
+/// gzip level used by writers (gzip's default: level 1 saves little time for 20% more bytes).
+const GZIP_LEVEL: u32 = 6;
 const IO_BUFFER: usize = 1 << 17;
 
 /// How a trace file's bytes are wrapped.
@@ -138,7 +141,7 @@ impl CompressedWriter {
             Compression::None => CompressedWriter::Raw(w),
             Compression::Gzip => CompressedWriter::Gzip(flate2::write::GzEncoder::new(
                 w,
-                flate2::Compression::default(),
+                flate2::Compression::new(GZIP_LEVEL),
             )),
             Compression::Xz => CompressedWriter::Xz(liblzma::write::XzEncoder::new(w, XZ_PRESET)),
         })
