@@ -506,10 +506,21 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def _format_inspect(s: dict) -> str:
-    lines = [f"{k:<24}{v:>16,}" for k, v in s.items() if isinstance(v, int)]
-    for k, v in s.items():
-        if isinstance(v, (list, dict)):
-            lines.append(f"{k}: {json.dumps(v)}")
+    """The engine's trace summary (``xlat::trace::TraceSummary``) as an aligned table."""
+    mib = s["footprint_bytes"] / 2**20
+    lines = [f"{'format':<24}{s['format']:>16}"]
+    for key in ("records", "loads", "stores", "ifetches", "instructions", "dependent"):
+        lines.append(f"{key:<24}{s[key]:>16,}")
+    lines.append(f"{'footprint':<24}{mib:>12,.1f} MiB")
+    lines.append(f"{'unique 4 KiB pages':<24}{s['unique_pages_4k']:>16,}")
+    lines.append(f"{'unique 2 MiB pages':<24}{s['unique_pages_2m']:>16,}")
+    if s["min_address"] is not None:
+        lines.append(f"{'address range':<24}{s['min_address']:#x} - {s['max_address']:#x}")
+    lines.append("4 KiB page reuse distance (distinct pages between touches):")
+    lines.append(f"  {'cold (first touch)':<22}{s['reuse_cold']:>16,}")
+    for b in s["reuse_histogram"]:
+        span = f"{b['min']:,}" if b["min"] == b["max"] else f"{b['min']:,}-{b['max']:,}"
+        lines.append(f"  {span:<22}{b['count']:>16,}")
     return "\n".join(lines)
 
 

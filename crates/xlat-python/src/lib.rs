@@ -104,6 +104,21 @@ fn record_trace(
     .map_err(to_py)
 }
 
+/// Convert a trace between formats (the output format follows `dst`'s name); returns the count.
+#[pyfunction]
+fn convert_trace(py: Python<'_>, src: PathBuf, dst: PathBuf) -> PyResult<u64> {
+    py.detach(move || xlat::trace::convert(&src, &dst))
+        .map_err(to_py)
+}
+
+/// Summary of a trace of any supported format, as JSON.
+#[pyfunction]
+fn inspect_trace(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    py.detach(move || xlat::trace::inspect(&path))
+        .map(|s| serde_json::to_string(&s).expect("trace summary serialises"))
+        .map_err(to_py)
+}
+
 /// Every built-in workload with its defaults and footprint, as JSON.
 #[pyfunction]
 fn workload_catalog(py: Python<'_>) -> PyResult<String> {
@@ -177,6 +192,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(record_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect_trace, m)?)?;
     m.add_function(wrap_pyfunction!(workload_catalog, m)?)?;
     m.add_function(wrap_pyfunction!(bench_generator, m)?)?;
     Ok(())

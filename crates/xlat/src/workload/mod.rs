@@ -287,23 +287,9 @@ pub(crate) fn build_into(
         WorkloadConfig::Gc(c) => Box::new(c.build(os, pid, seed)?),
         WorkloadConfig::Trace(t) => {
             os.map_everything(pid)?;
-            open_trace(Path::new(&t.path), pid)?
+            crate::trace::open(Path::new(&t.path))?
         }
     })
-}
-
-/// Open a trace file, detecting its format.
-pub fn open_trace(path: &Path, _pid: u16) -> Result<Box<dyn RecordSource>> {
-    if !path.exists() {
-        return Err(Error::file(path, "no such trace file"));
-    }
-    if crate::trace::native::is_xtr(path)? {
-        return Ok(Box::new(crate::trace::native::XtrReader::open(path)?));
-    }
-    Err(Error::file(
-        path,
-        "unrecognised trace format (supported: native .xtr)",
-    ))
 }
 
 pub(crate) fn nonzero(key: String, v: u64) -> Result<()> {
