@@ -64,7 +64,7 @@ register(
         title="translation overhead with 4 KiB, 2 MiB and 1 GiB pages",
         systems=SYSTEMS,
         workloads=WORKLOADS,
-        references={"tiny": 30_000, "quick": 2_000_000, "full": 50_000_000},
+        references={"tiny": 30_000, "quick": 10_000_000, "full": 200_000_000},
         analyse=_analyse,
         notes="The paper measures a Sandy Bridge machine (Table VI) running 60-75 GB datasets; "
         "we simulate baseline-radix (Utopia Table 1) on smaller inputs, and take T_ideal from a "
