@@ -235,8 +235,18 @@ impl ElasticTable {
 
     /// Put `line` into way `w` at its slot, kicking any occupant into another way, up to the
     /// re-insertion bound; returns the line still in hand if the bound was hit.
-    fn place(&mut self, env: &mut Env, mut line: Line, mut w: usize) -> Result<Option<Line>> {
-        for evictions in 0..=self.p.max_reinsertions as usize {
+    fn place(&mut self, env: &mut Env, line: Line, w: usize) -> Result<Option<Line>> {
+        self.place_bounded(env, line, w, self.p.max_reinsertions as usize)
+    }
+
+    fn place_bounded(
+        &mut self,
+        env: &mut Env,
+        mut line: Line,
+        mut w: usize,
+        bound: usize,
+    ) -> Result<Option<Line>> {
+        for evictions in 0..=bound {
             let (addr, _) = self.addr_of(env.l2p, w, line.tag());
             let occupant = Line::read(env.ctx.store, addr);
             line.write(env.ctx.store, addr);
@@ -259,9 +269,28 @@ impl ElasticTable {
             let w = way.unwrap_or_else(|| self.choose_way());
             if let Some(left) = self.place(env, line, w)? {
                 self.homeless.push((left, None));
-                self.force_grow(env)?;
+                if let Err(e) = self.force_grow(env) {
+                    self.rescue(env)?;
+                    return Err(e);
+                }
             }
         }
+        Ok(())
+    }
+
+    /// The table could not grow (no memory): keep the lines in hand anyway by cuckooing
+    /// much longer than the bound, so that the failure loses no translation (a table below
+    /// the upsize threshold almost always has room).
+    fn rescue(&mut self, env: &mut Env) -> Result<()> {
+        let bound = self.p.max_reinsertions as usize * 64;
+        let mut stuck = Vec::new();
+        while let Some((line, way)) = self.homeless.pop() {
+            let w = way.unwrap_or_else(|| self.choose_way());
+            if let Some(left) = self.place_bounded(env, line, w, bound)? {
+                stuck.push((left, None));
+            }
+        }
+        self.homeless = stuck;
         Ok(())
     }
 
