@@ -135,7 +135,7 @@ impl MehptConfig {
             ));
         }
         for (i, &c) in self.chunk_sizes.iter().enumerate() {
-            if !c.is_power_of_two() || c < 4096 || c > 1 << 30 {
+            if !c.is_power_of_two() || !(4096..=1 << 30).contains(&c) {
                 return Err(Error::config(
                     format!("{path}.chunk_sizes[{i}]"),
                     "must be a power of two from 4096 to 1 GiB (a buddy block)",
@@ -182,7 +182,8 @@ mod tests {
 
     #[test]
     fn errors_name_the_key() {
-        let cases: Vec<(Box<dyn Fn(&mut HashedConfig)>, &str)> = vec![
+        type Mutation = Box<dyn Fn(&mut HashedConfig)>;
+        let cases: Vec<(Mutation, &str)> = vec![
             (Box::new(|c| c.ways = 1), "pt.hashed.ways"),
             (
                 Box::new(|c| c.initial_lines = 100),

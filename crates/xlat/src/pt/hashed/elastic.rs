@@ -824,3 +824,313 @@ impl ElasticTable {
         Ok(seen.len() as u64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::os::physmem::BuddyAllocator;
+    use crate::pt::hashed::cost::{paper_points, CostModel};
+    use crate::pt::hashed::way::ProcAcct;
+    use crate::pt::PtContext;
+
+    struct Mem {
+        buddy: BuddyAllocator,
+        store: PtStore,
+        l2p: L2pTable,
+        cost: CostModel,
+        acct: ProcAcct,
+    }
+
+    impl Mem {
+        fn new() -> Mem {
+            Mem {
+                buddy: BuddyAllocator::new((1 << 30) / 4096),
+                store: PtStore::new(),
+                l2p: L2pTable::new(3, 4096, false),
+                cost: CostModel::new(&paper_points()),
+                acct: ProcAcct::default(),
+            }
+        }
+        fn with<R>(&mut self, f: impl FnOnce(&mut Env) -> R) -> R {
+            let mut ctx = PtContext {
+                store: &mut self.store,
+                buddy: &mut self.buddy,
+            };
+            let mut env = Env {
+                ctx: &mut ctx,
+                l2p: &mut self.l2p,
+                cost: &self.cost,
+                acct: &mut self.acct,
+            };
+            f(&mut env)
+        }
+    }
+
+    /// An in-place, per-way ME-HPT table with fixed 4 KiB chunks and thresholds that never
+    /// fire, so the tests drive resizes themselves.
+    fn params(hash: HashKind, initial_lines: u64) -> Params {
+        Params {
+            ways: 3,
+            initial_lines,
+            upsize: 0.99,
+            downsize: 0.0,
+            hash,
+            hash_seed: 9,
+            max_reinsertions: 32,
+            rehash_per_insert: 1,
+            policy: Policy {
+                chunk_sizes: Some(vec![4096]),
+                in_place: true,
+                per_way: true,
+            },
+            name: "ME-HPT",
+        }
+    }
+
+    fn new_table(m: &mut Mem, p: Params) -> ElasticTable {
+        m.with(|env| ElasticTable::new(env, p, PageSize::Size4K, Rng::new(3, 3)))
+            .unwrap()
+    }
+
+    /// Random cluster numbers (random keys).
+    fn clusters(n: usize, seed: u64) -> Vec<u64> {
+        let mut rng = Rng::new(seed, 77);
+        let mut set = std::collections::BTreeSet::new();
+        while set.len() < n {
+            set.insert(rng.next_u64() >> 20);
+        }
+        set.into_iter().collect()
+    }
+
+    fn map_clusters(m: &mut Mem, t: &mut ElasticTable, cs: &[u64]) {
+        for (i, &c) in cs.iter().enumerate() {
+            m.with(|env| t.map(env, Vpn(c * 8), Pfn(i as u64 + 1)))
+                .unwrap();
+        }
+    }
+
+    fn live_lines(m: &Mem, t: &ElasticTable, w: usize) -> Vec<(PhysAddr, u64)> {
+        t.ways[w]
+            .all_slots(&m.l2p, w, t.size)
+            .into_iter()
+            .map(|a| (a, Line::read(&m.store, a)))
+            .filter(|(_, l)| l.is_live())
+            .map(|(a, l)| (a, l.tag()))
+            .collect()
+    }
+
+    #[test]
+    fn in_place_upsize_moves_exactly_the_entries_whose_extra_bit_is_one() {
+        for kind in [HashKind::Crc, HashKind::City] {
+            let mut m = Mem::new();
+            let mut t = new_table(&mut m, params(kind, 4096));
+            let cs = clusters(6000, kind as u64);
+            map_clusters(&mut m, &mut t, &cs);
+            let before = live_lines(&m, &t, 0);
+            let others: Vec<u64> = t.ways[1..].iter().map(|w| w.occupancy).collect();
+            let old = t.ways[0].gen;
+            m.with(|env| t.start_resize(env, 0, true)).unwrap();
+            assert_eq!(
+                t.ways[0].gen.hash, old.hash,
+                "in place keeps the hash function"
+            );
+            m.with(|env| t.drain(env, 0)).unwrap();
+            let mut moved = 0;
+            for &(addr, c) in &before {
+                let k = old.key(c);
+                let extra = (old.hash.hash(c) >> old.bits) & 1;
+                let index = k + (extra << old.bits);
+                let expect = t.ways[0].storage.line_addr(&m.l2p, 0, t.size, index);
+                assert_eq!(
+                    expect == addr,
+                    extra == 0,
+                    "{kind:?}: stays iff the bit is 0"
+                );
+                assert!(
+                    Line::read(&m.store, expect).holds(c),
+                    "{kind:?}: {c:#x} not at {expect:?}"
+                );
+                moved += extra;
+            }
+            let frac = moved as f64 / before.len() as f64;
+            assert!((0.45..=0.55).contains(&frac), "{kind:?}: moved {frac}");
+            assert_eq!(t.stats.upsize_entries_moved, moved);
+            assert_eq!(t.stats.upsize_entries_rehashed, before.len() as u64);
+            let now: Vec<u64> = t.ways[1..].iter().map(|w| w.occupancy).collect();
+            assert_eq!(now, others, "an in-place upsize never cuckoos");
+            assert_eq!(t.audit(&m.store, &m.l2p), Ok(6000));
+        }
+    }
+
+    #[test]
+    fn in_place_downsize_merges_halves_cuckooing_collisions() {
+        let mut m = Mem::new();
+        let mut t = new_table(&mut m, params(HashKind::Crc, 1024));
+        let cs = clusters(1200, 5);
+        map_clusters(&mut m, &mut t, &cs);
+        let bytes_before = t.ways[0].bytes();
+        let occ0 = t.ways[0].occupancy;
+        m.with(|env| t.start_resize(env, 0, false)).unwrap();
+        m.with(|env| t.drain(env, 0)).unwrap();
+        m.with(|env| t.settle(env)).unwrap();
+        assert_eq!(t.ways[0].bytes(), bytes_before / 2, "upper chunks freed");
+        assert!(t.ways[0].occupancy < occ0, "collisions went to other ways");
+        assert_eq!(t.audit(&m.store, &m.l2p), Ok(1200));
+        for (i, &c) in cs.iter().enumerate() {
+            assert_eq!(
+                t.lookup(&m.store, &m.l2p, Vpn(c * 8)),
+                Some(Pfn(i as u64 + 1))
+            );
+        }
+    }
+
+    #[test]
+    fn out_of_place_lookup_splits_at_the_rehash_pointer() {
+        let mut m = Mem::new();
+        let mut p = params(HashKind::Crc, 256);
+        p.policy = Policy {
+            chunk_sizes: None,
+            in_place: false,
+            per_way: false,
+        };
+        p.name = "ECPT";
+        let mut t = new_table(&mut m, p);
+        let cs = clusters(300, 6);
+        map_clusters(&mut m, &mut t, &cs);
+        m.with(|env| t.resize_all(env, true)).unwrap();
+        for w in 0..3 {
+            for _ in 0..40 {
+                m.with(|env| t.rehash_step(env, w)).unwrap();
+            }
+        }
+        m.with(|env| t.settle(env)).unwrap();
+        // Mid-migration: every line is where the P_i comparison sends the lookup, and both
+        // tables are probed depending on the key.
+        assert_eq!(t.audit(&m.store, &m.l2p), Ok(300));
+        let mut out = [ProbeLine::default(); 3];
+        let (mut old, mut new) = (0, 0);
+        for (i, &c) in cs.iter().enumerate() {
+            assert_eq!(
+                t.lookup(&m.store, &m.l2p, Vpn(c * 8)),
+                Some(Pfn(i as u64 + 1))
+            );
+            t.probe(&m.store, &m.l2p, Vpn(c * 8), &mut out);
+            for (w, o) in out.iter().enumerate() {
+                let r = t.ways[w].resize.as_ref().unwrap();
+                assert_eq!(o.old, r.old.key(c) >= r.pointer);
+                if o.old {
+                    old += 1
+                } else {
+                    new += 1
+                }
+            }
+            assert_eq!(out.iter().filter(|o| o.hit).count(), 1);
+        }
+        assert!(old > 0 && new > 0);
+        assert!(t
+            .ways
+            .iter()
+            .all(|w| w.gen.hash != w.resize.as_ref().unwrap().old.hash));
+        assert_eq!(
+            t.bytes(),
+            3 * (256 + 512) * 64,
+            "old and new blocks coexist"
+        );
+        for w in 0..3 {
+            m.with(|env| t.drain(env, w)).unwrap();
+        }
+        assert_eq!(t.bytes(), 3 * 512 * 64);
+        assert_eq!(
+            t.stats.upsize_entries_moved,
+            t.stats.upsize_entries_rehashed
+        );
+    }
+
+    #[test]
+    fn weighted_insertion_follows_free_slots() {
+        let mut m = Mem::new();
+        let mut p = params(HashKind::City, 512);
+        p.upsize = 0.6;
+        p.downsize = 0.2;
+        let mut t = new_table(&mut m, p);
+        // Make way 0 larger than the others and fill ways unevenly by placing directly.
+        m.with(|env| t.start_resize(env, 0, true)).unwrap();
+        m.with(|env| t.drain(env, 0)).unwrap();
+        // Put `c` into way `w` if its slot there is free.
+        let put = |m: &mut Mem, t: &mut ElasticTable, c: u64, w: usize| {
+            let (addr, _) = t.addr_of(&m.l2p, w, c);
+            if Line::read(&m.store, addr).is_live() {
+                return;
+            }
+            let mut line = Line::new(c);
+            line.set_pte(0, Some(Pfn(1)));
+            assert_eq!(
+                m.with(|env| t.place_bounded(env, line, w, 0)).unwrap(),
+                None
+            );
+        };
+        let cs = clusters(700, 8);
+        for (i, &c) in cs.iter().enumerate() {
+            put(&mut m, &mut t, c, [0, 1, 1, 2, 2, 2, 2][i % 7]);
+        }
+        let weights = t.way_weights();
+        let free: Vec<f64> = t
+            .ways
+            .iter()
+            .map(|w| (w.lines() - w.occupancy) as f64)
+            .collect();
+        assert_eq!(weights, free, "no way is both larger and at the threshold");
+        let sum: f64 = free.iter().sum();
+        let n = 200_000;
+        let mut hits = [0u32; 3];
+        for _ in 0..n {
+            hits[t.choose_way()] += 1;
+        }
+        for i in 0..3 {
+            let f = hits[i] as f64 / n as f64;
+            assert!(
+                (f - free[i] / sum).abs() < 0.005,
+                "way {i}: {f} vs {}",
+                free[i] / sum
+            );
+        }
+        // Fill the large way to the upsize threshold: its weight drops to zero.
+        for &c in clusters(3000, 10).iter().filter(|c| !cs.contains(c)) {
+            if t.ways[0].occupancy as f64 >= 0.6 * t.ways[0].lines() as f64 {
+                break;
+            }
+            put(&mut m, &mut t, c, 0);
+        }
+        let w = t.way_weights();
+        assert_eq!(w[0], 0.0);
+        assert!(w[1] > 0.0 && w[2] > 0.0);
+        assert!((0..10_000).all(|_| t.choose_way() != 0));
+    }
+
+    #[test]
+    fn per_way_growth_keeps_ways_within_a_factor_of_two() {
+        let mut m = Mem::new();
+        let mut p = params(HashKind::Crc, 8);
+        p.upsize = 0.6;
+        p.downsize = 0.2;
+        let mut t = new_table(&mut m, p);
+        let mut uneven = false;
+        for (i, c) in (0..20_000u64).enumerate() {
+            m.with(|env| t.map(env, Vpn(c * 8), Pfn(i as u64 + 1)))
+                .unwrap();
+            let lines: Vec<u64> = t.ways.iter().map(Way::lines).collect();
+            let (min, max) = (lines.iter().min().unwrap(), lines.iter().max().unwrap());
+            assert!(max <= &(2 * min), "{lines:?}");
+            uneven |= min != max;
+        }
+        assert!(uneven, "per-way resizing makes ways of different sizes");
+        assert_eq!(t.audit(&m.store, &m.l2p), Ok(20_000));
+        let net: Vec<i64> = (0..3)
+            .map(|w| t.stats.upsizes[w] as i64 - t.stats.downsizes[w] as i64)
+            .collect();
+        assert!(
+            net.iter().max().unwrap() - net.iter().min().unwrap() <= 1,
+            "{net:?}"
+        );
+    }
+}

@@ -84,7 +84,7 @@ impl Line {
 
     pub fn pte(&self, word: usize) -> Option<Pfn> {
         let w = self.words[word];
-        (w & PRESENT != 0).then(|| Pfn((w & ADDR_MASK) >> 12))
+        (w & PRESENT != 0).then_some(Pfn((w & ADDR_MASK) >> 12))
     }
 
     /// Set (or clear, with `None`) the PTE in `word`, keeping the tag bits.
