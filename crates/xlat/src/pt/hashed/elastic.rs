@@ -68,6 +68,9 @@ pub struct ElasticTable {
     /// Lines in hand that are not in the table yet (the cuckoo chain's last victim, lines of
     /// a way being rebuilt), with the way they should go to. Empty between operations.
     homeless: Vec<(Line, Option<usize>)>,
+    /// A way whose L2P subtable had no room for the chunks it needed (see
+    /// [`ElasticTable::take_l2p_shortage`]).
+    l2p_short: Option<usize>,
     pub stats: SizeStats,
 }
 
@@ -79,6 +82,7 @@ impl ElasticTable {
             ways: Vec::with_capacity(p.ways),
             rng,
             homeless: Vec::new(),
+            l2p_short: None,
             stats: SizeStats {
                 upsizes: vec![0; p.ways],
                 downsizes: vec![0; p.ways],
@@ -431,20 +435,51 @@ impl ElasticTable {
     }
 
     /// The smallest chunk size whose chunks for `2^bits` lines fit way `w`'s L2P subtable.
-    fn pick_chunk(&self, l2p: &L2pTable, w: usize, bits: u32) -> Result<u64> {
+    fn pick_chunk(&mut self, l2p: &L2pTable, w: usize, bits: u32) -> Result<u64> {
         let sizes = self.p.policy.chunk_sizes.as_ref().expect("chunked policy");
         let cap = l2p.capacity(w, self.size);
-        sizes
+        let found = sizes
             .iter()
             .copied()
-            .find(|&c| Self::chunks_for(bits, c) <= cap)
-            .ok_or_else(|| {
-                Error::OutOfMemory(format!(
-                    "{}: {} lines do not fit {cap} L2P entries with any chunk size",
-                    self.what(w),
-                    1u64 << bits
-                ))
-            })
+            .find(|&c| Self::chunks_for(bits, c) <= cap);
+        found.ok_or_else(|| {
+            self.l2p_short = Some(w);
+            Error::OutOfMemory(format!(
+                "{}: {} lines do not fit {cap} L2P entries with any chunk size",
+                self.what(w),
+                1u64 << bits
+            ))
+        })
+    }
+
+    /// The way whose L2P subtable last ran out of entries, if any (cleared by the call): the
+    /// process-level table can then make another page size's subtable give entries back.
+    pub fn take_l2p_shortage(&mut self) -> Option<usize> {
+        self.l2p_short.take()
+    }
+
+    /// Move way `w` to the next larger chunk size, so that it uses fewer L2P entries (the
+    /// way's size is unchanged). Returns false if it cannot use fewer.
+    pub fn coarsen(&mut self, env: &mut Env, w: usize) -> Result<bool> {
+        let Storage::Chunks {
+            chunk_bytes, count, ..
+        } = self.ways[w].storage
+        else {
+            return Ok(false);
+        };
+        let sizes = self.p.policy.chunk_sizes.as_ref().expect("chunked policy");
+        let bits = self.ways[w].gen.bits;
+        let Some(bigger) = sizes.iter().copied().find(|&c| c > chunk_bytes) else {
+            return Ok(false);
+        };
+        if Self::chunks_for(bits, bigger) >= count {
+            return Ok(false);
+        }
+        self.drain(env, w)?;
+        self.stats.chunk_transitions += 1;
+        self.rebuild(env, w, bits, bigger, false)?;
+        self.settle(env)?;
+        Ok(true)
     }
 
     /// Allocate fresh storage for way `w` with `2^bits` lines (chunks from L2P entry `first`).
@@ -541,7 +576,7 @@ impl ElasticTable {
                 if chunk != chunk_bytes {
                     // A change of chunk size is out of place by construction (§IV-C).
                     self.stats.chunk_transitions += 1;
-                    return self.rebuild(env, w, bits, upsize);
+                    return self.rebuild(env, w, bits, chunk, upsize);
                 }
                 let need = Self::chunks_for(bits, chunk);
                 let fits = count + need <= env.l2p.capacity(w, self.size);
@@ -592,16 +627,24 @@ impl ElasticTable {
             });
         } else {
             // Old and new chunks cannot both be in the L2P subtable: rebuild at once.
-            return self.rebuild(env, w, bits, upsize);
+            let chunk = self.pick_chunk(env.l2p, w, bits)?;
+            return self.rebuild(env, w, bits, chunk, upsize);
         }
         Ok(())
     }
 
     /// Out-of-place resize of way `w` done in one OS invocation: allocate the new storage,
     /// rehash every line of the way into it, free the old storage. Used for a change of chunk
-    /// size and when the L2P subtable cannot hold the old and new chunks together.
-    fn rebuild(&mut self, env: &mut Env, w: usize, bits: u32, upsize: bool) -> Result<()> {
-        let chunk = self.pick_chunk(env.l2p, w, bits)?;
+    /// size, when the L2P subtable cannot hold the old and new chunks together, and to give
+    /// L2P entries back ([`ElasticTable::coarsen`]).
+    fn rebuild(
+        &mut self,
+        env: &mut Env,
+        w: usize,
+        bits: u32,
+        chunk: u64,
+        upsize: bool,
+    ) -> Result<()> {
         let count = Self::chunks_for(bits, chunk);
         // Allocate before touching anything, so that a failure loses nothing.
         let what = format!("{} chunk", self.what(w));

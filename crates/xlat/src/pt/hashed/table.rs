@@ -176,9 +176,9 @@ impl HashedPageTable {
     }
 }
 
-impl PageTable for HashedPageTable {
-    fn map(&mut self, ctx: &mut PtContext, vpn: Vpn, pfn: Pfn, size: PageSize) -> Result<()> {
-        let vpn = vpn.align_down(size);
+impl HashedPageTable {
+    /// One attempt at mapping; the caller retries after making L2P room.
+    fn try_map(&mut self, ctx: &mut PtContext, vpn: Vpn, pfn: Pfn, size: PageSize) -> Result<()> {
         let params = self.params();
         let rng = Rng::new(self.seed, RNG_STREAM + 1 + size.index() as u64);
         let mut env = Env {
@@ -196,6 +196,67 @@ impl PageTable for HashedPageTable {
             self.cwt.add(vpn, size);
         }
         Ok(())
+    }
+
+    /// The ways whose `size` subtable lacks L2P entries: reported by the table, or, for a
+    /// table not created yet, a way with no entry to spare.
+    fn l2p_shortage(&mut self, size: PageSize) -> Vec<usize> {
+        match self.tables[size.index()].as_mut() {
+            Some(t) => t.take_l2p_shortage().into_iter().collect(),
+            None if self.kind == HptKind::Mehpt => (0..self.cfg.ways)
+                .filter(|&w| self.l2p.capacity(w, size) == 0)
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Make the other page sizes' subtables of way `w` give entries back by moving them to
+    /// larger chunks: first the size holding the stolen middle, then the other (§V-A leaves
+    /// this case open). Returns whether any did.
+    fn make_l2p_room(&mut self, ctx: &mut PtContext, w: usize, size: PageSize) -> Result<bool> {
+        let mut others: Vec<PageSize> = PageSize::ALL.into_iter().filter(|&s| s != size).collect();
+        others.sort_by_key(|&s| std::cmp::Reverse(self.l2p.used(w, s)));
+        for other in others {
+            let Some(t) = self.tables[other.index()].as_mut() else {
+                continue;
+            };
+            let mut env = Env {
+                ctx,
+                l2p: &mut self.l2p,
+                cost: &self.cost,
+                acct: &mut self.acct,
+            };
+            if t.coarsen(&mut env, w)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl PageTable for HashedPageTable {
+    fn map(&mut self, ctx: &mut PtContext, vpn: Vpn, pfn: Pfn, size: PageSize) -> Result<()> {
+        let vpn = vpn.align_down(size);
+        // A table about to be created needs an L2P entry in every way.
+        for w in self.l2p_shortage(size) {
+            self.make_l2p_room(ctx, w, size)?;
+        }
+        loop {
+            let Err(e) = self.try_map(ctx, vpn, pfn, size) else {
+                return Ok(());
+            };
+            // Out of L2P entries: retry after another size gave some back (each retry moves
+            // some subtable to a strictly larger chunk size, so this ends).
+            let short = self.l2p_shortage(size);
+            if short.is_empty() {
+                return Err(e);
+            }
+            for w in short {
+                if !self.make_l2p_room(ctx, w, size)? {
+                    return Err(e);
+                }
+            }
+        }
     }
 
     fn unmap(&mut self, ctx: &mut PtContext, vpn: Vpn, size: PageSize) -> Option<Pfn> {

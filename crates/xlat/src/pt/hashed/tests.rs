@@ -98,7 +98,7 @@ fn small(kind: HptKind) -> HashedConfig {
     if kind == HptKind::Mehpt {
         // Tiny chunks and L2P subtables so that transitions and stealing happen early.
         c.mehpt.chunk_sizes = vec![4096, 16384, 65536, 1 << 20];
-        c.mehpt.l2p_entries = 4;
+        c.mehpt.l2p_entries = 2;
     }
     c
 }
@@ -171,8 +171,7 @@ fn page(size: usize, i: u64) -> Vpn {
     let s = PageSize::ALL[size];
     match s {
         PageSize::Size1G => Vpn((64 + i % 64) << 18),
-        // Few enough 2M clusters that the 2M subtables leave the 1G table an L2P entry.
-        PageSize::Size2M => Vpn((i % 256) << 9).align_down(s),
+        PageSize::Size2M => Vpn((i % 4096) << 9).align_down(s),
         // Spread 4K pages over several 2M regions, clustered as programs are.
         PageSize::Size4K => Vpn(((i * 7) % 16384) + (1 << 22)),
     }
@@ -494,4 +493,33 @@ fn techniques_reduce_contiguity_peak_memory_and_allocation_cost() {
     assert!(in_place.alloc_cycles < chunks.alloc_cycles);
     assert!(per_way.peak_bytes <= in_place.peak_bytes);
     assert!(per_way.alloc_cycles <= in_place.alloc_cycles);
+}
+
+/// §V-A leaves open what happens when the 1G subtable needs an entry after 4K took the middle
+/// and 2M uses all of its own: the subtable using most entries moves to a larger chunk size
+/// and gives entries back, and the 1G table gets its entry.
+#[test]
+fn l2p_room_is_made_for_a_late_1g_table() {
+    let mut cfg = small(HptKind::Mehpt);
+    cfg.mehpt.l2p_entries = 2;
+    cfg.mehpt.per_way = false;
+    let mut rig = Rig::new(&cfg, HptKind::Mehpt, 1 << 30);
+    let l2p_used = |rig: &Rig, s: PageSize| (0..3).map(|w| rig.pt.l2p().used(w, s)).min().unwrap();
+    let mut v = 0;
+    while l2p_used(&rig, PageSize::Size4K) <= 2 {
+        rig.map(Vpn(v), PageSize::Size4K).unwrap();
+        v += 1;
+    }
+    let mut h = 0;
+    while l2p_used(&rig, PageSize::Size2M) < 2 {
+        rig.map(Vpn((1 << 20) + (h << 9)), PageSize::Size2M)
+            .unwrap();
+        h += 1;
+    }
+    assert!((0..3).all(|w| rig.pt.l2p().capacity(w, PageSize::Size1G) == 0));
+    let before = rig.pt.stats().size_4k.chunk_transitions;
+    rig.map(Vpn(1 << 18), PageSize::Size1G).unwrap();
+    assert!(rig.pt.stats().size_4k.chunk_transitions > before);
+    assert!((0..3).all(|w| rig.pt.l2p().used(w, PageSize::Size1G) == 1));
+    rig.check();
 }
