@@ -99,6 +99,7 @@ impl ElasticTable {
                 resize: None,
                 occupancy: 0,
                 functions: 1,
+                downsize_armed: true,
             });
         }
         t.note_l2p(env.l2p);
@@ -345,10 +346,17 @@ impl ElasticTable {
         }
     }
 
-    /// The way an evicted line is re-inserted into: any way but the one it left.
+    /// The way an evicted line is re-inserted into: any way but the one it left. With per-way
+    /// resizing, weighted by free slots; the zero weight of a full larger way (§IV-D) applies
+    /// to new insertions only, since excluding a way from re-insertions would leave the cuckoo
+    /// walk fewer ways and make it fail at much lower occupancy.
     fn pick_other_way(&mut self, from: usize) -> usize {
         if self.p.policy.per_way {
-            let mut weights = self.way_weights();
+            let mut weights: Vec<f64> = self
+                .ways
+                .iter()
+                .map(|w| w.lines().saturating_sub(w.occupancy) as f64)
+                .collect();
             weights[from] = 0.0;
             if weights.iter().sum::<f64>() > 0.0 {
                 return Self::draw_weighted(&mut self.rng, &weights);
@@ -370,6 +378,11 @@ impl ElasticTable {
 
     fn check_thresholds(&mut self, env: &mut Env) -> Result<()> {
         let (up, down) = (self.p.upsize, self.p.downsize);
+        for way in &mut self.ways {
+            if way.occupancy as f64 > down * way.lines() as f64 {
+                way.downsize_armed = true;
+            }
+        }
         if self.p.policy.per_way {
             for w in 0..self.ways.len() {
                 let way = &self.ways[w];
@@ -383,6 +396,7 @@ impl ElasticTable {
                     && way.gen.bits > self.initial_bits()
                     && way.lines() == largest
                     && way.resize.is_none()
+                    && way.downsize_armed
                 {
                     self.start_resize(env, w, false)?;
                 }
@@ -394,7 +408,10 @@ impl ElasticTable {
                 self.resize_all(env, true)?;
             } else if (occ as f64) < down * lines as f64
                 && self.ways[0].gen.bits > self.initial_bits()
-                && self.ways.iter().all(|w| w.resize.is_none())
+                && self
+                    .ways
+                    .iter()
+                    .all(|w| w.resize.is_none() && w.downsize_armed)
             {
                 self.resize_all(env, false)?;
             }
@@ -416,17 +433,25 @@ impl ElasticTable {
     /// migration now, so the table really has more room before the retry.
     fn force_grow(&mut self, env: &mut Env) -> Result<()> {
         self.stats.forced_upsizes += 1;
-        if self.p.policy.per_way {
+        let grown: Vec<usize> = if self.p.policy.per_way {
+            // A smallest way (balance rule), the fullest of them.
+            let smallest = self.ways.iter().map(Way::lines).min().expect("ways");
             let w = (0..self.ways.len())
-                .min_by_key(|&w| self.ways[w].lines())
-                .expect("at least two ways");
+                .filter(|&w| self.ways[w].lines() == smallest)
+                .max_by_key(|&w| self.ways[w].occupancy)
+                .expect("a smallest way");
             self.drain(env, w)?;
             self.start_resize(env, w, true)?;
-            self.drain(env, w)
+            vec![w]
         } else {
             self.resize_all(env, true)?;
-            (0..self.ways.len()).try_for_each(|w| self.drain(env, w))
+            (0..self.ways.len()).collect()
+        };
+        for w in grown {
+            self.ways[w].downsize_armed = false;
+            self.drain(env, w)?;
         }
+        Ok(())
     }
 
     /// Chunks of `chunk` bytes needed for a way of `2^bits` lines.

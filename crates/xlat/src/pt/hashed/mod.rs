@@ -29,8 +29,9 @@
 //! * [`HashedPageTable::cwt`]: the Cuckoo Walk Table contents, the page sizes present in each
 //!   2 MiB and each 1 GiB region ([`cwt::Cwt::sizes_in_2m`], [`cwt::Cwt::sizes_in_1g`]),
 //!   which the Cuckoo Walk Caches cache to skip tables.
-//! * [`HashedPageTable::stats`]: [`stats::HptStats`], including `alloc_cycles` (§III cost of
-//!   contiguity) that the OS should charge.
+//! * [`HashedPageTable::take_alloc_cycles`]: cycles spent allocating and zeroing table memory
+//!   since the last call (§III cost of contiguity), for the OS to charge to the fault.
+//! * [`HashedPageTable::stats`]: [`stats::HptStats`] (serde), per page size and totals.
 //!
 //! Not here (the lead's part): the walker's timing, the CWCs, wiring into the OS and MMU.
 

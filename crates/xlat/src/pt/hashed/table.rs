@@ -122,6 +122,12 @@ impl HashedPageTable {
         self.table(size)?.line_addr(&self.l2p, way, index)
     }
 
+    /// Cycles spent allocating and zeroing table memory since the last call (§III cost of
+    /// contiguity), for the OS to charge to the operation that caused them.
+    pub fn take_alloc_cycles(&mut self) -> u64 {
+        std::mem::take(&mut self.acct.pending_cycles)
+    }
+
     pub fn stats(&self) -> HptStats {
         let snap = |s: PageSize| {
             self.table(s)

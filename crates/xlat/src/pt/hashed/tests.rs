@@ -329,6 +329,10 @@ fn translate_probe_and_cwt_agree() {
     assert!(cwt.sizes_in_2m(Vpn(0x20_0000)).contains(PageSize::Size2M));
     assert!(cwt.sizes_in_1g(Vpn(1 << 18)).contains(PageSize::Size1G));
     assert!(cwt.sizes_in_2m(Vpn(0x30_0000)).is_empty());
+    let total = rig.pt.stats().total.alloc_cycles;
+    assert!(total > 0);
+    assert_eq!(rig.pt.take_alloc_cycles(), total);
+    assert_eq!(rig.pt.take_alloc_cycles(), 0);
     let json = serde_json::to_value(rig.pt.stats()).unwrap();
     assert!(json["4k"]["reinsertions"].is_array() && json["total"]["peak_bytes"].is_u64());
 }
@@ -398,6 +402,15 @@ fn mehpt_contiguity_stays_at_1mib_where_ecpt_grows() {
             rig.map(Vpn(0x100_0000 + v), PageSize::Size4K).unwrap();
         }
         let s = rig.pt.stats();
+        // Growth only: no way is ever downsized (forced upsizes do not ping-pong with
+        // downsizes), and most upsizes come from the occupancy threshold, not the cuckoo bound.
+        assert!(s.size_4k.downsizes.iter().all(|&d| d == 0), "{kind:?}");
+        let ups: u64 = s.size_4k.upsizes.iter().sum();
+        let forced_ways = if kind == HptKind::Ecpt { 3 } else { 1 };
+        assert!(
+            s.size_4k.forced_upsizes * forced_ways * 3 <= ups,
+            "{kind:?}: {s:?}"
+        );
         assert_eq!(s.size_4k.line_inserts, pages / 8);
         max.push(s.total.max_contiguous_bytes);
     }
@@ -522,4 +535,22 @@ fn l2p_room_is_made_for_a_late_1g_table() {
     assert!(rig.pt.stats().size_4k.chunk_transitions > before);
     assert!((0..3).all(|w| rig.pt.l2p().used(w, PageSize::Size1G) == 1));
     rig.check();
+}
+
+/// ME-HPT §I/Table I at full scale: a GUPS-sized process (10M 4 KiB pages, 40 GB) drives
+/// ECPT's ways to 64 MiB blocks while ME-HPT builds the same table from 1 MiB chunks. Takes
+/// about a minute and 0.5 GB of host memory:
+/// `cargo test -p xlat --lib pt::hashed::tests::gups_scale -- --ignored`.
+#[test]
+#[ignore]
+fn gups_scale_contiguity_64mib_vs_1mib() {
+    let mut max = Vec::new();
+    for kind in [HptKind::Ecpt, HptKind::Mehpt] {
+        let mut rig = Rig::new(&HashedConfig::default(), kind, 4 << 30);
+        for v in 0..10_000_000u64 {
+            rig.map(Vpn(0x100_0000 + v), PageSize::Size4K).unwrap();
+        }
+        max.push(rig.pt.stats().total.max_contiguous_bytes);
+    }
+    assert_eq!(max, vec![64 << 20, 1 << 20]);
 }

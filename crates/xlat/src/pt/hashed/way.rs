@@ -100,6 +100,10 @@ pub struct Way {
     pub occupancy: u64,
     /// How many hash functions this way has used (a new one per out-of-place resize).
     pub functions: usize,
+    /// Whether the way may be downsized: false after a forced upsize (taken at low occupancy,
+    /// which can leave the way below the downsize threshold) until its occupancy has risen
+    /// above that threshold again, so that forced upsizes and downsizes do not alternate.
+    pub downsize_armed: bool,
 }
 
 impl Way {
@@ -163,6 +167,8 @@ impl Way {
 pub struct ProcAcct {
     pub bytes: u64,
     pub peak_bytes: u64,
+    /// Allocation cycles not yet charged by the OS.
+    pub pending_cycles: u64,
 }
 
 /// What a table needs from its surroundings to change its memory.
@@ -200,7 +206,9 @@ impl Env<'_, '_> {
             self.ctx.store.zero_frame(Pfn(base.0 + f));
         }
         stats.allocations += 1;
-        stats.alloc_cycles += self.cost.cycles(bytes);
+        let cycles = self.cost.cycles(bytes);
+        stats.alloc_cycles += cycles;
+        self.acct.pending_cycles += cycles;
         stats.max_contiguous_bytes = stats.max_contiguous_bytes.max(bytes);
         stats.current_bytes += bytes;
         stats.peak_bytes = stats.peak_bytes.max(stats.current_bytes);
