@@ -51,8 +51,8 @@ RADIX = {"Radix": System("baseline-radix")}
 NOTES_COMMON = (
     "The paper simulates 500M instructions per workload on 8-33 GB datasets, with the page sizes "
     "a THP-enabled Linux chose; 'quick' measures about 5M references after a warm-up of 15M "
-    "instructions, on smaller inputs with 4 KiB pages, so walk locality (PWC and cache hits of upper levels) is higher than the paper's. Averages "
-    "are over the workloads run."
+    "instructions, on smaller inputs with 4 KiB pages, so walk locality (PWC and cache hits of "
+    "upper levels) is higher than the paper's. Averages are over the workloads run."
 )
 
 WALK_LEVELS = {

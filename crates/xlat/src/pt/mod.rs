@@ -2,6 +2,7 @@
 //! ([`store::PtStore`]) at frames allocated from the OS's buddy allocator, so walks read real
 //! entries at real physical addresses and their cache/DRAM behaviour is that of real memory.
 
+pub mod hashed;
 pub mod radix;
 pub mod store;
 

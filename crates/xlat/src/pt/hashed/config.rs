@@ -1,0 +1,222 @@
+//! Configuration of the hashed page tables. Defaults are ME-HPT Table III: 3 ways, 128 lines
+//! (8 KiB) per way initially, upsize above 0.6 and downsize below 0.2 occupancy, CRC hashes,
+//! L2P of 32 entries per (way, page size), chunks of 8 KiB, 1 MiB, 8 MiB and 64 MiB (§V-B).
+
+use super::cost::{self, CostPoint};
+use super::hash::{HashKind, CRC_FUNCTIONS};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// Which organisation a [`super::HashedPageTable`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HptKind {
+    /// Elastic Cuckoo Page Tables: each way one contiguous block, all ways resized together
+    /// out of place (ME-HPT §II-B).
+    Ecpt,
+    /// Memory-Efficient HPTs: ways in chunks behind the L2P table, with the techniques the
+    /// `mehpt` sub-table switches on (ME-HPT §IV-V).
+    Mehpt,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HashedConfig {
+    /// Ways (hash functions) per table; ME-HPT uses 3, Utopia's ECH 4.
+    pub ways: usize,
+    /// Lines (64-byte entries of 8 PTEs) per way when a table is created.
+    pub initial_lines: u64,
+    /// Occupancy above which a table (or, per-way, a way) is upsized.
+    pub upsize: f64,
+    /// Occupancy below which a table (or way) is downsized.
+    pub downsize: f64,
+    pub hash: HashKind,
+    /// Cuckoo re-insertions allowed for one insertion before the table is upsized.
+    pub max_reinsertions: u32,
+    /// Entries each resizing way migrates per insertion (§II-B: the OS rehashes on inserts).
+    pub rehash_per_insert: u32,
+    /// Cycles to allocate and zero a contiguous block, by size (§III, 0.7 FMFI).
+    pub alloc_cost: Vec<CostPoint>,
+    pub mehpt: MehptConfig,
+}
+
+impl Default for HashedConfig {
+    fn default() -> Self {
+        HashedConfig {
+            ways: 3,
+            initial_lines: 128,
+            upsize: 0.6,
+            downsize: 0.2,
+            hash: HashKind::Crc,
+            max_reinsertions: 32,
+            rehash_per_insert: 1,
+            alloc_cost: cost::paper_points(),
+            mehpt: MehptConfig::default(),
+        }
+    }
+}
+
+/// The ME-HPT techniques, each switchable to separate its contribution (ME-HPT Figs 10, 15).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MehptConfig {
+    /// Chunk sizes in bytes, smallest first (§V-B). One entry = fixed chunks.
+    pub chunk_sizes: Vec<u64>,
+    /// L2P entries per (way, page size) subtable (§V-A).
+    pub l2p_entries: usize,
+    /// Resize in place: same hash, one more/fewer key bit (§IV-C).
+    pub in_place: bool,
+    /// Resize one way at a time with weighted insertion (§IV-D).
+    pub per_way: bool,
+    /// Let the 4K/2M subtables take the unused 1G L2P entries (§V-A).
+    pub stealing: bool,
+}
+
+impl Default for MehptConfig {
+    fn default() -> Self {
+        MehptConfig {
+            chunk_sizes: vec![8 << 10, 1 << 20, 8 << 20, 64 << 20],
+            l2p_entries: 32,
+            in_place: true,
+            per_way: true,
+            stealing: true,
+        }
+    }
+}
+
+impl HashedConfig {
+    pub fn validate(&self, path: &str) -> Result<()> {
+        if !(2..=CRC_FUNCTIONS).contains(&self.ways) {
+            return Err(Error::config(
+                format!("{path}.ways"),
+                format!("must be 2..={CRC_FUNCTIONS} (one distinct hash function per way)"),
+            ));
+        }
+        if !self.initial_lines.is_power_of_two() || self.initial_lines > 1 << 30 {
+            return Err(Error::config(
+                format!("{path}.initial_lines"),
+                "must be a power of two (ways resize by doubling), at most 2^30",
+            ));
+        }
+        if !(self.upsize > 0.0 && self.upsize < 1.0) {
+            return Err(Error::config(format!("{path}.upsize"), "must be in (0, 1)"));
+        }
+        // A doubling halves the occupancy and a halving doubles it: the thresholds must leave
+        // room so that a resize never immediately triggers the opposite one.
+        if !(self.downsize >= 0.0 && self.downsize * 2.0 < self.upsize) {
+            return Err(Error::config(
+                format!("{path}.downsize"),
+                "must be >= 0 and less than half of `upsize`",
+            ));
+        }
+        if !(1..=1000).contains(&self.max_reinsertions) {
+            return Err(Error::config(
+                format!("{path}.max_reinsertions"),
+                "must be 1..=1000",
+            ));
+        }
+        if self.rehash_per_insert == 0 {
+            return Err(Error::config(
+                format!("{path}.rehash_per_insert"),
+                "must be at least 1 (or resizes never finish)",
+            ));
+        }
+        cost::validate(&self.alloc_cost, &format!("{path}.alloc_cost"))?;
+        self.mehpt.validate(&format!("{path}.mehpt"))
+    }
+}
+
+impl MehptConfig {
+    pub fn validate(&self, path: &str) -> Result<()> {
+        if self.chunk_sizes.is_empty() {
+            return Err(Error::config(
+                format!("{path}.chunk_sizes"),
+                "needs at least one size",
+            ));
+        }
+        for (i, &c) in self.chunk_sizes.iter().enumerate() {
+            if !c.is_power_of_two() || !(4096..=1 << 30).contains(&c) {
+                return Err(Error::config(
+                    format!("{path}.chunk_sizes[{i}]"),
+                    "must be a power of two from 4096 to 1 GiB (a buddy block)",
+                ));
+            }
+            if i > 0 && c <= self.chunk_sizes[i - 1] {
+                return Err(Error::config(
+                    format!("{path}.chunk_sizes[{i}]"),
+                    "sizes must be strictly increasing",
+                ));
+            }
+        }
+        if !(1..=4096).contains(&self.l2p_entries) {
+            return Err(Error::config(
+                format!("{path}.l2p_entries"),
+                "must be 1..=4096",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_table_iii_and_valid() {
+        let c = HashedConfig::default();
+        c.validate("pt.hashed").unwrap();
+        assert_eq!(
+            (c.ways, c.initial_lines, c.upsize, c.downsize),
+            (3, 128, 0.6, 0.2)
+        );
+        assert_eq!(c.mehpt.l2p_entries, 32);
+        let parsed: HashedConfig =
+            toml::from_str("ways = 4\nhash = \"city\"\n[mehpt]\nper_way = false").unwrap();
+        assert_eq!(
+            (parsed.ways, parsed.hash, parsed.mehpt.per_way),
+            (4, HashKind::City, false)
+        );
+        assert!(toml::from_str::<HashedConfig>("wayz = 4").is_err());
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        type Mutation = Box<dyn Fn(&mut HashedConfig)>;
+        let cases: Vec<(Mutation, &str)> = vec![
+            (Box::new(|c| c.ways = 1), "pt.hashed.ways"),
+            (
+                Box::new(|c| c.initial_lines = 100),
+                "pt.hashed.initial_lines",
+            ),
+            (Box::new(|c| c.upsize = 1.5), "pt.hashed.upsize"),
+            (Box::new(|c| c.downsize = 0.4), "pt.hashed.downsize"),
+            (
+                Box::new(|c| c.max_reinsertions = 0),
+                "pt.hashed.max_reinsertions",
+            ),
+            (
+                Box::new(|c| c.rehash_per_insert = 0),
+                "pt.hashed.rehash_per_insert",
+            ),
+            (
+                Box::new(|c| c.mehpt.chunk_sizes = vec![8192, 4096]),
+                "pt.hashed.mehpt.chunk_sizes[1]",
+            ),
+            (
+                Box::new(|c| c.mehpt.chunk_sizes = vec![3000]),
+                "pt.hashed.mehpt.chunk_sizes[0]",
+            ),
+            (
+                Box::new(|c| c.mehpt.l2p_entries = 0),
+                "pt.hashed.mehpt.l2p_entries",
+            ),
+        ];
+        for (mutate, key) in cases {
+            let mut c = HashedConfig::default();
+            mutate(&mut c);
+            let e = c.validate("pt.hashed").unwrap_err().to_string();
+            assert!(e.contains(&format!("`{key}`")), "{e} should name {key}");
+        }
+    }
+}
