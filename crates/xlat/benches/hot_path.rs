@@ -36,7 +36,7 @@ fn full_reference(c: &mut Criterion) {
         .unwrap();
         let mut sim = Simulation::new(cfg.clone()).unwrap();
         // A separate generator instance feeds the same process layout (pid 0, same mmaps).
-        let mut os = xlat::os::Os::new(&cfg.os, cfg.pt.levels, cfg.seed).unwrap();
+        let mut os = xlat::os::Os::for_config(&cfg).unwrap();
         let mut source = xlat::workload::build(&cfg.workload, &mut os, cfg.seed).unwrap();
         let mut buf: Vec<Record> = Vec::with_capacity(4096);
         let mut at = 0;

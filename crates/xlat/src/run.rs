@@ -121,7 +121,7 @@ pub fn record(
     out: &Path,
     progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
 ) -> Result<u64> {
-    let mut os = crate::os::Os::new(&cfg.os, cfg.pt.levels, cfg.seed)?;
+    let mut os = crate::os::Os::for_config(cfg)?;
     let mut source = crate::workload::build(&cfg.workload, &mut os, cfg.seed)?;
     let mut meta = serde_json::Map::new();
     meta.insert("workload".into(), cfg.workload.name().into());
@@ -150,7 +150,7 @@ pub fn record(
 /// same way as [`bench`], to compare with it: generation must never be the bottleneck.
 pub fn bench_generator(workload: &str, references: u64) -> Result<BenchResult> {
     let cfg = bench_config(workload, references)?;
-    let mut os = crate::os::Os::new(&cfg.os, cfg.pt.levels, cfg.seed)?;
+    let mut os = crate::os::Os::for_config(&cfg)?;
     let mut source = crate::workload::build(&cfg.workload, &mut os, cfg.seed)?;
     let mut buf = Vec::with_capacity(4096);
     let mut clock = StreamClock::new();
@@ -192,7 +192,7 @@ pub fn workloads() -> Result<Vec<WorkloadInfo>> {
                 "os.physmem.fragmentation=0.0".into(),
             ],
         )?;
-        let mut os = crate::os::Os::new(&cfg.os, cfg.pt.levels, cfg.seed)?;
+        let mut os = crate::os::Os::for_config(&cfg)?;
         drop(crate::workload::build(&cfg.workload, &mut os, cfg.seed)?);
         let footprint_bytes = (0..os.processes())
             .filter_map(|pid| os.process(pid as u16).ok())

@@ -46,7 +46,7 @@ impl Simulation {
         make_source: impl FnOnce(&mut Os) -> Result<Box<dyn RecordSource>>,
     ) -> Result<Simulation> {
         cfg.validate()?;
-        let mut os = Os::new(&cfg.os, cfg.pt.levels, cfg.seed)?;
+        let mut os = Os::for_config(&cfg)?;
         let source = make_source(&mut os)?;
         let warm = cfg.sim.warmup_instructions == 0;
         Ok(Simulation {

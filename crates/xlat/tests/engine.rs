@@ -27,7 +27,7 @@ fn small(extra: &[&str]) -> xlat::SimConfig {
 }
 
 fn os_for(cfg: &xlat::SimConfig) -> Os {
-    Os::new(&cfg.os, cfg.pt.levels, cfg.seed).unwrap()
+    Os::for_config(&cfg).unwrap()
 }
 
 fn walk_refs(walker: &mut RadixWalker, os: &Os, va: VirtAddr) -> (usize, Option<PageSize>) {
@@ -443,7 +443,7 @@ fn replaying_a_recorded_workload_gives_identical_results() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gups.xtr");
     // Record: the generator's records, written to a trace.
-    let mut os = Os::new(&gen_cfg.os, gen_cfg.pt.levels, gen_cfg.seed).unwrap();
+    let mut os = Os::for_config(&gen_cfg).unwrap();
     let mut source = xlat::workload::build(&gen_cfg.workload, &mut os, gen_cfg.seed).unwrap();
     let mut meta = serde_json::Map::new();
     meta.insert("workload".into(), "gups".into());

@@ -27,7 +27,7 @@ fn cfg(name: &str, refs: u64, extra: &[&str]) -> xlat::SimConfig {
 
 fn records(name: &str, refs: u64) -> Vec<Record> {
     let c = cfg(name, refs, &[]);
-    let mut os = xlat::os::Os::new(&c.os, c.pt.levels, c.seed).unwrap();
+    let mut os = xlat::os::Os::for_config(&c).unwrap();
     let mut source = xlat::workload::build(&c.workload, &mut os, c.seed).unwrap();
     let mut all = Vec::new();
     let mut buf = Vec::with_capacity(1000);

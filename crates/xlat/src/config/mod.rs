@@ -87,6 +87,9 @@ pub struct MmuConfig {
     pub l2tlb: BTreeMap<String, TlbConfig>,
     /// Split page-walk caches, one per non-leaf level (PML4, PDPT, PD), each of this geometry.
     pub pwc: TlbConfig,
+    /// The walker of hashed page tables (schemes `ecpt`, `mehpt`).
+    #[serde(default)]
+    pub hpt: crate::mmu::hashed_walker::HptWalkerConfig,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,6 +126,10 @@ pub struct CacheHierarchyConfig {
 pub struct PtConfig {
     /// Radix levels: 4 (48-bit VA) or 5 (57-bit VA).
     pub levels: u32,
+    /// Hashed page tables (schemes `ecpt` and `mehpt`): ways, sizes, thresholds, hashes,
+    /// ME-HPT techniques. Defaults are ME-HPT Table III.
+    #[serde(default)]
+    pub hashed: crate::pt::hashed::HashedConfig,
 }
 
 /// Run control.
@@ -263,6 +270,8 @@ impl SimConfig {
             ));
         }
         crate::mmu::scheme::check_name(&self.scheme)?;
+        self.pt.hashed.validate("pt.hashed")?;
+        self.mmu.hpt.validate("mmu.hpt")?;
         self.workload.validate("workload")
     }
 

@@ -16,6 +16,18 @@ pub const PRESETS: &[(&str, &str)] = &[
         "mehpt-radix",
         include_str!("../../../../python/xlat/presets/mehpt-radix.toml"),
     ),
+    (
+        "ecpt",
+        include_str!("../../../../python/xlat/presets/ecpt.toml"),
+    ),
+    (
+        "mehpt",
+        include_str!("../../../../python/xlat/presets/mehpt.toml"),
+    ),
+    (
+        "utopia-ech",
+        include_str!("../../../../python/xlat/presets/utopia-ech.toml"),
+    ),
 ];
 
 pub fn get(name: &str) -> Option<&'static str> {

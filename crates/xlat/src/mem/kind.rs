@@ -10,10 +10,14 @@ pub struct MemKind(pub u8);
 /// Number of distinct kinds (size of per-kind stat arrays).
 pub const KINDS: usize = 8;
 
-const NAMES: [&str; KINDS] = ["data", "pt1", "pt2", "pt3", "pt4", "pt5", "kind6", "kind7"];
+const NAMES: [&str; KINDS] = ["data", "pt1", "pt2", "pt3", "pt4", "pt5", "hpt", "cwt"];
 
 impl MemKind {
     pub const DATA: MemKind = MemKind(0);
+    /// A line of a hashed page table (ECPT / ME-HPT).
+    pub const HPT: MemKind = MemKind(6);
+    /// An entry of a Cuckoo Walk Table.
+    pub const CWT: MemKind = MemKind(7);
 
     /// An entry of the radix page table at `level` (1 = PT … 4 = PML4, 5 = PML5).
     pub const fn pt_level(level: u32) -> MemKind {

@@ -1,5 +1,6 @@
 //! The MMU: L1 TLBs → L2 TLBs → the scheme's miss handling (page walk, fault).
 
+pub mod hashed_walker;
 pub mod radix_walker;
 pub mod scheme;
 pub mod tlb;
@@ -245,9 +246,9 @@ impl Mmu {
                 found: Found::L1,
             }),
             None => {
-                let (pfn, size) = os.fault(pid, va)?;
+                let (pfn, size, fault_cycles) = os.fault(pid, va)?;
                 c.faults += 1;
-                let latency = latency + os.fault_cycles();
+                let latency = latency + fault_cycles;
                 Ok(Translation {
                     paddr: translate(va, pfn, size),
                     size,
@@ -268,9 +269,6 @@ impl Mmu {
         os: &mut Os,
         mem: &mut Hierarchy,
     ) -> Result<(Pfn, PageSize, u64, bool)> {
-        let Scheme::Radix(walker) = &mut self.scheme else {
-            unreachable!("only page-table schemes walk")
-        };
         // The earliest-free walker takes the walk.
         let (slot, &free_at) = self
             .walker_free_at
@@ -283,13 +281,7 @@ impl Mmu {
         let mut t = start;
         let mut faulted = false;
         for attempt in 0..2 {
-            let process = os.process(pid)?;
-            let pt = process
-                .pt
-                .as_any()
-                .downcast_ref::<crate::pt::radix::RadixPageTable>()
-                .ok_or_else(|| Error::Workload("radix walker on a non-radix page table".into()))?;
-            let found = walker.plan(va, pid, pt, &os.store, &mut self.plan);
+            let found = Self::plan_walk(&mut self.scheme, va, pid, os, &mut self.plan)?;
             let lat = self.plan.execute(mem, t, self.entry, &mut self.walk_refs);
             self.counters.walks += 1;
             self.counters.walk_cycles += lat;
@@ -300,10 +292,14 @@ impl Mmu {
                     return Ok((pfn, size, t - ready, faulted));
                 }
                 None if attempt == 0 => {
-                    os.fault(pid, va)?;
+                    let (_, _, fault_cycles) = os.fault(pid, va)?;
                     self.counters.faults += 1;
-                    t += os.fault_cycles();
+                    t += fault_cycles;
                     faulted = true;
+                    // The OS changed the Cuckoo Walk Tables: cached CWT entries may be stale.
+                    if let Scheme::Hashed(w) = &mut self.scheme {
+                        w.flush();
+                    }
                 }
                 None => break,
             }
@@ -311,6 +307,29 @@ impl Mmu {
         Err(Error::Verify(format!(
             "walk for {va:?} (pid {pid}) found no mapping right after the OS mapped it"
         )))
+    }
+
+    /// The walk plan for `va` under the scheme's page table, and the translation it finds.
+    fn plan_walk(
+        scheme: &mut Scheme,
+        va: VirtAddr,
+        pid: u16,
+        os: &Os,
+        plan: &mut WalkPlan,
+    ) -> Result<Option<(Pfn, PageSize)>> {
+        let pt = os.process(pid)?.pt.as_any();
+        let mismatch = || Error::Workload("the scheme's walker and page table disagree".into());
+        Ok(match scheme {
+            Scheme::Radix(w) => {
+                let pt = pt.downcast_ref::<crate::pt::radix::RadixPageTable>();
+                w.plan(va, pid, pt.ok_or_else(mismatch)?, &os.store, plan)
+            }
+            Scheme::Hashed(w) => {
+                let pt = pt.downcast_ref::<crate::pt::hashed::HashedPageTable>();
+                w.plan(va, pid, pt.ok_or_else(mismatch)?, &os.store, plan)
+            }
+            Scheme::PerfectTlb => unreachable!("the perfect TLB never walks"),
+        })
     }
 
     /// Drop every cached translation of the given pages (after munmap).
@@ -323,8 +342,10 @@ impl Mmu {
         }
         // Table pages are never freed, so PWC entries stay valid; flush anyway, as Linux does
         // when it tears down mappings, so no walk can start from stale state.
-        if let Scheme::Radix(w) = &mut self.scheme {
-            w.flush();
+        match &mut self.scheme {
+            Scheme::Radix(w) => w.flush(),
+            Scheme::Hashed(w) => w.flush(),
+            Scheme::PerfectTlb => {}
         }
     }
 
@@ -332,8 +353,10 @@ impl Mmu {
         self.itlb.reset_stats();
         self.l1.reset_stats();
         self.l2.reset_stats();
-        if let Scheme::Radix(w) = &mut self.scheme {
-            w.reset_stats();
+        match &mut self.scheme {
+            Scheme::Radix(w) => w.reset_stats(),
+            Scheme::Hashed(w) => w.reset_stats(),
+            Scheme::PerfectTlb => {}
         }
         self.counters = MmuCounters::default();
         self.walk_refs = WalkRefStats::default();
@@ -346,7 +369,11 @@ impl Mmu {
             l2tlb: self.l2.snapshot(),
             pwc: match &self.scheme {
                 Scheme::Radix(w) => w.pwc_snapshot(),
-                Scheme::PerfectTlb => BTreeMap::new(),
+                _ => BTreeMap::new(),
+            },
+            cwc: match &self.scheme {
+                Scheme::Hashed(w) => Some(w.snapshot()),
+                _ => None,
             },
             counters: self.counters.clone(),
         }
@@ -360,6 +387,9 @@ pub struct MmuSnapshot {
     pub l1tlb: TlbLevelSnapshot,
     pub l2tlb: TlbLevelSnapshot,
     pub pwc: BTreeMap<&'static str, radix_walker::PwcStats>,
+    /// Cuckoo Walk Caches (hashed page tables only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwc: Option<hashed_walker::CwcSnapshot>,
     #[serde(flatten)]
     pub counters: MmuCounters,
 }

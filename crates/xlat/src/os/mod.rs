@@ -9,9 +9,8 @@ pub use process::{MapKind, Process, Vma};
 
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
-use crate::pt::radix::RadixPageTable;
 use crate::pt::store::PtStore;
-use crate::pt::PtContext;
+use crate::pt::{Organisation, PtContext};
 use crate::rng::{self, Rng};
 use physmem::{BuddyAllocator, PhysMemConfig};
 use serde::{Deserialize, Serialize};
@@ -61,8 +60,11 @@ pub struct FaultStats {
     pub thp_fallbacks: u64,
     /// 1 GiB requests that fell back to smaller pages (no free order-18 block).
     pub huge_1g_fallbacks: u64,
-    /// Cycles charged for faults.
+    /// Cycles charged for faults (the minor-fault cost plus page-table allocation).
     pub cycles: u64,
+    /// Cycles the page tables spent allocating contiguous memory (hashed tables, §III of
+    /// ME-HPT), at faults and at pre-population; the faults' share is part of `cycles`.
+    pub pt_alloc_cycles: u64,
     /// Pages mapped by pre-population at setup (not faults, not charged).
     pub populated: u64,
 }
@@ -76,7 +78,8 @@ pub struct OsStats {
 /// The OS: owns physical memory, the page-table store and all processes.
 pub struct Os {
     cfg: OsConfig,
-    levels: u32,
+    organisation: Organisation,
+    seed: u64,
     pub buddy: BuddyAllocator,
     pub store: PtStore,
     processes: Vec<Process>,
@@ -87,8 +90,14 @@ pub struct Os {
 }
 
 impl Os {
-    /// Boot: build physical memory and fragment it to the configured FMFI.
-    pub fn new(cfg: &OsConfig, pt_levels: u32, seed: u64) -> Result<Os> {
+    /// Boot the OS of a whole system config, with the page-table organisation its scheme uses.
+    pub fn for_config(cfg: &crate::config::SimConfig) -> Result<Os> {
+        Os::new(&cfg.os, crate::mmu::scheme::organisation(cfg), cfg.seed)
+    }
+
+    /// Boot: build physical memory and fragment it to the configured FMFI. Every process gets
+    /// a page table of `organisation`.
+    pub fn new(cfg: &OsConfig, organisation: Organisation, seed: u64) -> Result<Os> {
         let frames = cfg.physmem.bytes / 4096;
         let mut buddy = BuddyAllocator::new(frames);
         let mut rng = Rng::new(seed, rng::stream::FRAGMENTATION);
@@ -100,7 +109,8 @@ impl Os {
         let fmfi_initial = buddy.fmfi(cfg.physmem.fragmentation_order);
         Ok(Os {
             cfg: cfg.clone(),
-            levels: pt_levels,
+            organisation,
+            seed,
             buddy,
             store: PtStore::new(),
             processes: Vec::new(),
@@ -118,9 +128,9 @@ impl Os {
             store: &mut self.store,
             buddy: &mut self.buddy,
         };
-        let pt = RadixPageTable::new(&mut ctx, self.levels)?;
-        self.processes
-            .push(Process::new(pid, Box::new(pt), self.levels));
+        let pt = self.organisation.new_table(&mut ctx, pid, self.seed)?;
+        let va_bits_57 = matches!(self.organisation, Organisation::Radix { levels: 5 });
+        self.processes.push(Process::new(pid, pt, va_bits_57));
         Ok(pid)
     }
 
@@ -179,13 +189,14 @@ impl Os {
     }
 
     /// Handle a page fault at `va`: choose a page size, allocate the frame(s), write the page
-    /// table, record ground truth. Returns the new mapping; the caller charges
-    /// [`Os::fault_cycles`].
-    pub fn fault(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize)> {
-        let (pfn, size) = self.map_page(pid, va)?;
+    /// table, record ground truth. Returns the new mapping and the cycles the fault costs the
+    /// core: the minor-fault cost plus whatever the page table spent allocating memory.
+    pub fn fault(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize, u64)> {
+        let (pfn, size, alloc_cycles) = self.map_page(pid, va)?;
+        let cycles = self.cfg.minor_fault_cycles + alloc_cycles;
         self.stats.faults.minor += 1;
-        self.stats.faults.cycles += self.cfg.minor_fault_cycles;
-        Ok((pfn, size))
+        self.stats.faults.cycles += cycles;
+        Ok((pfn, size, cycles))
     }
 
     /// Map every page of `[va, va+bytes)` now, as a program's initialisation loop (or
@@ -194,18 +205,20 @@ impl Os {
         let end = va.0 + bytes;
         let mut at = va.0;
         while at < end {
-            let (_, size) = self.map_page(pid, VirtAddr(at))?;
+            let (_, size, _) = self.map_page(pid, VirtAddr(at))?;
             self.stats.faults.populated += 1;
             at = (at & !size.mask()) + size.bytes();
         }
         Ok(())
     }
 
-    fn map_page(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize)> {
+    fn map_page(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize, u64)> {
         let thp = self.cfg.thp == ThpPolicy::Always;
         let mut faults = std::mem::take(&mut self.stats.faults);
         let (p, mut ctx) = self.process_and_pt(pid)?;
         let mapped = p.fault(&mut ctx, va, thp, &mut faults);
+        let alloc_cycles = p.pt.take_alloc_cycles();
+        faults.pt_alloc_cycles += alloc_cycles;
         self.stats.faults = faults;
         let (pfn, size) = mapped?;
         match size {
@@ -213,11 +226,7 @@ impl Os {
             PageSize::Size2M => self.stats.faults.mapped_2m += 1,
             PageSize::Size1G => self.stats.faults.mapped_1g += 1,
         }
-        Ok((pfn, size))
-    }
-
-    pub fn fault_cycles(&self) -> u64 {
-        self.cfg.minor_fault_cycles
+        Ok((pfn, size, alloc_cycles))
     }
 
     /// The ground-truth mapping of `va` in `pid`.
@@ -237,6 +246,12 @@ impl Os {
             faults: self.stats.faults.clone(),
             munmaps: self.stats.munmaps,
             pt_bytes: self.pt_bytes(),
+            pt: self
+                .processes
+                .iter()
+                .enumerate()
+                .filter_map(|(pid, p)| Some((pid.to_string(), p.pt.stats()?)))
+                .collect(),
             physmem: PhysMemSnapshot {
                 total_frames: self.buddy.total_frames(),
                 free_frames: self.buddy.free_frames(),
@@ -255,6 +270,10 @@ pub struct OsSnapshot {
     pub faults: FaultStats,
     pub munmaps: u64,
     pub pt_bytes: u64,
+    /// Each process's page-table statistics, by pid, for organisations that keep their own
+    /// (hashed tables: resizes, contiguous allocations, L2P use...).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub pt: std::collections::BTreeMap<String, serde_json::Value>,
     pub physmem: PhysMemSnapshot,
 }
 

@@ -44,8 +44,9 @@ pub struct Process {
 }
 
 impl Process {
-    pub(super) fn new(pid: u16, pt: Box<dyn PageTable>, levels: u32) -> Process {
-        let va_limit = if levels == 5 {
+    /// `va57`: the page table translates 57-bit virtual addresses (5-level radix).
+    pub(super) fn new(pid: u16, pt: Box<dyn PageTable>, va57: bool) -> Process {
+        let va_limit = if va57 {
             0x00ff_ffff_ffff_f000
         } else {
             USER_TOP

@@ -19,7 +19,7 @@ pub fn os(mib: u64) -> Os {
             fragmentation_order: 9,
         },
     };
-    Os::new(&cfg, 4, 1).unwrap()
+    Os::new(&cfg, crate::pt::Organisation::Radix { levels: 4 }, 1).unwrap()
 }
 
 /// An OS with 2 GiB of unfragmented physical memory.

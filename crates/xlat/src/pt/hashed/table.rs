@@ -199,7 +199,7 @@ impl HashedPageTable {
         }
         let table = slot.as_mut().expect("just created");
         if table.map(&mut env, vpn, pfn)? {
-            self.cwt.add(vpn, size);
+            self.cwt.add(env.ctx, vpn, size)?;
         }
         Ok(())
     }
@@ -269,12 +269,23 @@ impl PageTable for HashedPageTable {
         let vpn = vpn.align_down(size);
         let table = self.tables[size.index()].as_mut()?;
         let pfn = table.unmap(ctx.store, &self.l2p, vpn)?;
-        self.cwt.remove(vpn, size);
+        // Clearing entries never allocates (their frame exists since the page was mapped).
+        self.cwt
+            .remove(ctx, vpn, size)
+            .expect("CWT entries of a mapped page have their frame");
         Some(pfn)
     }
 
+    fn take_alloc_cycles(&mut self) -> u64 {
+        HashedPageTable::take_alloc_cycles(self)
+    }
+
+    fn stats(&self) -> Option<serde_json::Value> {
+        Some(serde_json::to_value(HashedPageTable::stats(self)).expect("stats serialise"))
+    }
+
     fn bytes(&self) -> u64 {
-        self.acct.bytes
+        self.acct.bytes + self.cwt.bytes()
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -346,7 +346,7 @@ pub(crate) mod testutil {
             &["os.physmem.fragmentation=0.0".to_string()],
         )
         .unwrap();
-        Os::new(&cfg.os, cfg.pt.levels, cfg.seed).unwrap()
+        Os::for_config(&cfg).unwrap()
     }
 
     pub fn drain(s: &mut dyn RecordSource) -> Vec<Record> {

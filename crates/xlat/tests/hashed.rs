@@ -1,0 +1,107 @@
+//! End-to-end checks of the hashed page-table schemes (ECPT, ME-HPT) in the engine: every
+//! translation verified, walks of one parallel step, the cost of contiguity, failures.
+
+use xlat::{config, Simulation};
+
+fn cfg(preset: &str, extra: &[&str]) -> xlat::SimConfig {
+    let mut ov: Vec<String> = vec![
+        "os.physmem.bytes=4294967296".into(),
+        "os.physmem.fragmentation=0.0".into(),
+        "workload.name=gups".into(),
+        "workload.table_bytes=268435456".into(),
+        "workload.references=200000".into(),
+        "sim.verify=true".into(),
+    ];
+    ov.extend(extra.iter().map(|s| s.to_string()));
+    config::load(preset, &ov).unwrap()
+}
+
+fn run(c: xlat::SimConfig) -> xlat::Result<xlat::sim::Stats> {
+    Simulation::new(c)?.run(&mut |_, _| Ok(()))
+}
+
+fn json(stats: &xlat::sim::Stats) -> serde_json::Value {
+    serde_json::from_str(&stats.to_json()).unwrap()
+}
+
+#[test]
+fn ecpt_and_mehpt_translate_every_reference_correctly() {
+    for preset in ["ecpt", "mehpt", "utopia-ech"] {
+        for populate in ["true", "false"] {
+            let p = format!("workload.populate={populate}");
+            let stats = run(cfg(preset, &[&p])).unwrap_or_else(|e| panic!("{preset}: {e}"));
+            assert_eq!(stats.verify.translations_checked, 200_000, "{preset}");
+            assert!(stats.summary.walks > 0, "{preset}");
+            let j = json(&stats);
+            assert!(j["walk"]["refs"]["by_kind"]["hpt"].as_u64().unwrap() > 0);
+            assert!(
+                j["walk"]["refs"]["by_kind"].get("pt1").is_none(),
+                "radix refs"
+            );
+            let pt = &j["os"]["pt"]["0"]["total"];
+            assert!(pt["current_bytes"].as_u64().unwrap() > 0, "{preset}: {pt}");
+            // Utopia's ECH starts at 8192 lines per way: 256 MiB of 4 KiB pages fit without
+            // growing; ME-HPT Table III tables start at 128 lines and must grow.
+            if preset != "utopia-ech" {
+                assert!(pt["upsizes"].as_u64().unwrap() > 0, "{preset}: {pt}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_walk_probes_every_way_in_one_step_after_the_cwcs_warm_up() {
+    // 4 KiB pages only: the CWT entries allow the 4K table alone, whose W ways are probed.
+    let stats = run(cfg("ecpt", &["workload.references=100000"])).unwrap();
+    let j = json(&stats);
+    let hpt = j["walk"]["refs"]["by_kind"]["hpt"].as_u64().unwrap();
+    assert_eq!(hpt, 3 * stats.summary.walks, "3 ways, one line each");
+    // CWT reads only on CWC misses: 256 MiB spans 128 2 MiB regions, more than 16 PMD-CWC
+    // entries, so some walks read the PMD-CWT; the one 1 GiB region stays in the PUD-CWC.
+    let cwt = j["walk"]["refs"]["by_kind"]["cwt"].as_u64().unwrap();
+    let cwc = &j["mmu"]["cwc"];
+    assert_eq!(
+        cwt,
+        cwc["pmd"]["misses"].as_u64().unwrap() + cwc["pud"]["misses"].as_u64().unwrap()
+    );
+    assert!(cwc["pud"]["hits"].as_u64().unwrap() > cwc["pud"]["misses"].as_u64().unwrap());
+}
+
+#[test]
+fn mehpt_needs_less_contiguity_and_less_page_table_memory_than_ecpt() {
+    let big = [
+        "workload.table_bytes=2147483648",
+        "workload.references=1000",
+        "sim.verify=false",
+    ];
+    let e = json(&run(cfg("ecpt", &big)).unwrap());
+    let m = json(&run(cfg("mehpt", &big)).unwrap());
+    let total = |j: &serde_json::Value, k: &str| j["os"]["pt"]["0"]["total"][k].as_u64().unwrap();
+    // 512K 4 KiB pages: ECPT ways of several MiB each, ME-HPT never more than a 1 MiB chunk.
+    assert!(total(&e, "max_contiguous_bytes") >= 4 << 20);
+    assert!(total(&m, "max_contiguous_bytes") <= 1 << 20);
+    assert!(total(&m, "peak_bytes") < total(&e, "peak_bytes"));
+    assert!(total(&m, "alloc_cycles") < total(&e, "alloc_cycles"));
+}
+
+#[test]
+fn ecpt_fails_cleanly_when_no_contiguous_block_is_left_and_mehpt_runs() {
+    let fragmented = [
+        "os.physmem.bytes=8589934592",
+        "os.physmem.fragmentation=0.95",
+        "workload.table_bytes=4294967296",
+        "workload.references=1000",
+    ];
+    let err = run(cfg("ecpt", &fragmented)).unwrap_err().to_string();
+    assert!(err.contains("contiguous"), "{err}");
+    let stats = run(cfg("mehpt", &fragmented)).unwrap();
+    assert_eq!(stats.verify.translations_checked, 1000);
+}
+
+#[test]
+fn page_faults_pay_for_the_page_table_memory_they_allocate() {
+    let stats = run(cfg("ecpt", &["workload.populate=false"])).unwrap();
+    let f = &stats.os.faults;
+    assert!(f.pt_alloc_cycles > 0);
+    assert_eq!(f.cycles, f.minor * 5000 + f.pt_alloc_cycles);
+}
