@@ -27,7 +27,7 @@ fn small(extra: &[&str]) -> xlat::SimConfig {
 }
 
 fn os_for(cfg: &xlat::SimConfig) -> Os {
-    Os::for_config(&cfg).unwrap()
+    Os::for_config(cfg).unwrap()
 }
 
 fn walk_refs(walker: &mut RadixWalker, os: &Os, va: VirtAddr) -> (usize, Option<PageSize>) {
