@@ -111,8 +111,8 @@ class FakeCore(types.ModuleType):
             raise FakeXlatError(f"unknown preset '{name}'")
         return f'# preset {name}\n[mmu]\nscheme = "radix"\n'
 
-    def bench(self, workload: str, references: int) -> str:
-        self._record("bench", workload, references)
+    def bench(self, workload: str, references: int, *config: str) -> str:
+        self._record("bench", workload, references, *config)
         return json.dumps(
             {
                 "workload": workload,

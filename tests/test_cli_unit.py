@@ -223,6 +223,14 @@ def test_bench(fake_core: FakeCore, capsys: pytest.CaptureFixture[str]) -> None:
     ]
     assert main(["bench", "--refs", "1k", "-w", "gups", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["refs_per_second"] == 4000
+    fake_core.calls.clear()
+    assert main(["bench", "--refs", "1k", "-w", "gups", "-c", "baseline-radix", "-c", "ecpt"]) == 0
+    out = capsys.readouterr().out
+    assert "baseline-radix/gups" in out and "ecpt/gups" in out
+    assert [args for name, args in fake_core.calls if name == "bench"] == [
+        ("gups", 1000),
+        ("gups", 1000, "ecpt"),
+    ]
 
 
 def test_presets(fake_core: FakeCore, capsys: pytest.CaptureFixture[str]) -> None:

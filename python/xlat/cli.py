@@ -243,14 +243,21 @@ def _human_rate(rate: float) -> str:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     workloads = args.workload or ["gups", "stream"]
-    measure = api.bench_generator if args.generators else api.bench
-    results = [measure(workload, args.refs) for workload in workloads]
+    configs = args.config or [api.DEFAULT_CONFIG]
+    if args.generators:
+        results = [api.bench_generator(workload, args.refs) for workload in workloads]
+    else:
+        results = [
+            {**api.bench(workload, args.refs, config), "config": config}
+            for config in configs
+            for workload in workloads
+        ]
     if args.json:
         _print(json.dumps(results, indent=2))
         return 0
-    what = "generators alone (no simulation)" if args.generators else "baseline-radix"
+    what = "generators alone (no simulation)" if args.generators else ", ".join(configs)
     lines = [f"xlat bench: {what}, {args.refs:,} references per workload"]
-    lines.append(f"  {'workload':<14}{'setup s':>9}{'seconds':>10}{'refs/s':>16}")
+    lines.append(f"  {'workload':<24}{'setup s':>9}{'seconds':>10}{'refs/s':>16}")
     for r in results:
         rate = float(r.get("refs_per_second", math.nan))
         seconds = float(r.get("seconds", math.nan))
@@ -258,7 +265,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         rate_text = f"{rate:,.0f}" if math.isfinite(rate) else "n/a"
         human = f"  ({_human_rate(rate)}refs/s)" if math.isfinite(rate) else ""
         name = str(r.get("workload", "?"))
-        lines.append(f"  {name:<14}{setup:>9.3f}{seconds:>10.3f}{rate_text:>16}{human}")
+        if len(configs) > 1 and not args.generators:
+            name = f"{_config_label(str(r['config']))}/{name}"
+        lines.append(f"  {name:<24}{setup:>9.3f}{seconds:>10.3f}{rate_text:>16}{human}")
     lines.append("  (setup: the generator's own set-up before its first records, not in refs/s)")
     _print("\n".join(lines))
     return 0
@@ -655,6 +664,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="NAME",
         help="workload to measure, repeatable (default: gups and stream)",
+    )
+    p.add_argument(
+        "-c",
+        "--config",
+        action="append",
+        metavar="NAME|FILE",
+        help="system to simulate, repeatable to compare in one run (default: baseline-radix)",
     )
     p.add_argument(
         "--generators",

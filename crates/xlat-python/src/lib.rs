@@ -174,8 +174,14 @@ fn workloads() -> Vec<(&'static str, &'static str)> {
 /// Simulated references per second of `workload` on baseline-radix, as JSON.
 #[pyfunction]
 #[pyo3(name = "bench")]
-fn run_bench(py: Python<'_>, workload: String, references: u64) -> PyResult<String> {
-    py.detach(move || xlat::run::bench(&workload, references))
+#[pyo3(signature = (workload, references, config="baseline-radix".to_string()))]
+fn run_bench(
+    py: Python<'_>,
+    workload: String,
+    references: u64,
+    config: String,
+) -> PyResult<String> {
+    py.detach(move || xlat::run::bench(&config, &workload, references))
         .map(|r| serde_json::to_string(&r).expect("bench result serialises"))
         .map_err(to_py)
 }

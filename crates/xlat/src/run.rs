@@ -92,20 +92,21 @@ impl StreamClock {
     }
 }
 
-fn bench_config(workload: &str, references: u64) -> Result<SimConfig> {
+fn bench_config(system: &str, workload: &str, references: u64) -> Result<SimConfig> {
     let ov = vec![
         format!("workload.name={workload}"),
         format!("workload.references={references}"),
     ];
-    config::load("baseline-radix", &ov)
+    config::load(system, &ov)
 }
 
-/// Simulated references per second of `workload` on `baseline-radix` (gups over a 4 GiB table:
-/// nearly every reference misses every TLB; stream: nearly every one hits). Booting memory and
+/// Simulated references per second of `workload` on `system` (a preset or config file;
+/// `baseline-radix` for the headline numbers: gups over a 4 GiB table, where nearly every
+/// reference misses every TLB, and stream, where nearly every one hits). Booting memory and
 /// building the workload are excluded, and so is the generator's set-up before its first
 /// records (reported as `setup_seconds`): the rate is that of the reference loop.
-pub fn bench(workload: &str, references: u64) -> Result<BenchResult> {
-    let mut sim = Simulation::new(bench_config(workload, references)?)?;
+pub fn bench(system: &str, workload: &str, references: u64) -> Result<BenchResult> {
+    let mut sim = Simulation::new(bench_config(system, workload, references)?)?;
     let mut clock = StreamClock::new();
     let stats = sim.run(&mut |done, _| {
         clock.tick(done);
@@ -149,7 +150,7 @@ pub fn record(
 /// Records per second a workload generator produces on its own (no simulation), measured the
 /// same way as [`bench`], to compare with it: generation must never be the bottleneck.
 pub fn bench_generator(workload: &str, references: u64) -> Result<BenchResult> {
-    let cfg = bench_config(workload, references)?;
+    let cfg = bench_config("baseline-radix", workload, references)?;
     let mut os = crate::os::Os::for_config(&cfg)?;
     let mut source = crate::workload::build(&cfg.workload, &mut os, cfg.seed)?;
     let mut buf = Vec::with_capacity(4096);
