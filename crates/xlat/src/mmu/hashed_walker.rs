@@ -179,8 +179,11 @@ impl HashedWalker {
             for line in &self.lines[..n] {
                 plan.push(line.addr, MemKind::HPT, probe_step);
             }
-            if found.is_none() && self.lines[..n].iter().any(|l| l.hit) {
-                found = pt.translate(store, vpn);
+            if found.is_none() {
+                found = self.lines[..n]
+                    .iter()
+                    .find_map(|l| l.pfn)
+                    .map(|p| (p, size));
             }
         }
         found

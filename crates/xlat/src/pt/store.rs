@@ -38,6 +38,19 @@ impl PtStore {
             .map_or(0, |f| f[((addr.0 & 0xfff) >> 3) as usize])
     }
 
+    /// Read the eight words of the 64-byte line at `addr` (64-byte aligned) with one frame
+    /// lookup: how hashed page-table lines are fetched on every walk.
+    #[inline]
+    pub fn read_line(&self, addr: PhysAddr) -> [u64; 8] {
+        debug_assert_eq!(addr.0 % 64, 0);
+        self.frames.get(&addr.pfn().0).map_or([0; 8], |f| {
+            let at = ((addr.0 & 0xfff) >> 3) as usize;
+            f[at..at + 8]
+                .try_into()
+                .expect("a line lies inside its frame")
+        })
+    }
+
     /// Write the 8-byte word at `addr`; the frame must have been given contents first.
     pub fn write(&mut self, addr: PhysAddr, value: u64) {
         let frame = self

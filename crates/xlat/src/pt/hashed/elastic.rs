@@ -56,8 +56,10 @@ pub struct ProbeLine {
     pub addr: PhysAddr,
     /// In the old table of a resize in progress.
     pub old: bool,
-    /// The line read from memory holds the cluster's tag.
+    /// The line read from memory holds the cluster's tag and the page's PTE.
     pub hit: bool,
+    /// The frame that PTE maps (when `hit`).
+    pub pfn: Option<Pfn>,
 }
 
 pub struct ElasticTable {
@@ -166,11 +168,17 @@ impl ElasticTable {
         for (w, o) in out.iter_mut().enumerate().take(n) {
             let (addr, old) = self.addr_of(l2p, w, cluster);
             let line = Line::read(store, addr);
+            let pfn = if line.holds(cluster) {
+                line.pte(word)
+            } else {
+                None
+            };
             *o = ProbeLine {
                 way: w,
                 addr,
                 old,
-                hit: line.holds(cluster) && line.pte(word).is_some(),
+                hit: pfn.is_some(),
+                pfn,
             };
         }
         n

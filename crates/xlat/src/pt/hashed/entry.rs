@@ -101,7 +101,7 @@ impl Line {
     pub fn read(store: &PtStore, addr: PhysAddr) -> Line {
         debug_assert_eq!(addr.0 % LINE_BYTES, 0);
         Line {
-            words: std::array::from_fn(|j| store.read(PhysAddr(addr.0 + 8 * j as u64))),
+            words: store.read_line(addr),
         }
     }
 

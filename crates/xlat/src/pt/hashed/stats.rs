@@ -54,7 +54,9 @@ pub struct HptStats {
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct TotalStats {
+    /// Bytes of the hashed tables now (the Cuckoo Walk Tables are `cwt_bytes`).
     pub current_bytes: u64,
+    pub cwt_bytes: u64,
     pub peak_bytes: u64,
     pub max_contiguous_bytes: u64,
     pub l2p_entries_peak: u64,

@@ -141,6 +141,7 @@ impl HashedPageTable {
         let sum = |f: &dyn Fn(&SizeStats) -> u64| sizes.iter().map(f).sum::<u64>();
         let total = TotalStats {
             current_bytes: self.acct.bytes,
+            cwt_bytes: self.cwt.bytes(),
             peak_bytes: self.acct.peak_bytes,
             max_contiguous_bytes: sizes
                 .iter()
