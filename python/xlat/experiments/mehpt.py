@@ -47,18 +47,13 @@ PAPER_NAMES = {k: k.upper() for k in GRAPH_KERNELS} | {"gups": "GUPS", "sysbench
 def mehpt_workloads(scale: str) -> dict[str, dict]:
     """The ME-HPT applications we have, at ``scale``.
 
-    ``tiny`` keeps one graph kernel and small GUPS / SysBench buffers (seconds for the test
+    ``tiny`` has 1K-vertex graphs and 16 MiB GUPS / SysBench buffers (seconds for the test
     suite); ``quick`` runs the paper's 1M-node graphs and 4 GiB GUPS / SysBench (the paper's are
     64 GB); ``full`` 16 GiB.
     """
-    if scale == "tiny":
-        return {
-            "bfs": {"scale": 10},
-            "gups": {"table_bytes": 1 << 24},
-            "sysbench-mem": {"total_bytes": 1 << 24, "access": "rnd"},
-        }
-    big = {"quick": 1 << 32, "full": 1 << 34}[scale]
-    workloads: dict[str, dict] = {k: {"scale": 20} for k in GRAPH_KERNELS}
+    graph_scale = {"tiny": 10, "quick": 20, "full": 20}[scale]
+    big = {"tiny": 1 << 24, "quick": 1 << 32, "full": 1 << 34}[scale]
+    workloads: dict[str, dict] = {k: {"scale": graph_scale} for k in GRAPH_KERNELS}
     workloads["gups"] = {"table_bytes": big}
     workloads["sysbench-mem"] = {"total_bytes": big, "access": "rnd"}
     return workloads
@@ -532,10 +527,7 @@ FIG15_SCALES = {"1K": 10, "10K": 13, "100K": 17}
 
 def fig15_workloads(scale: str) -> dict[str, dict]:
     kernels = {"tiny": ("bfs",), "quick": GRAPH_KERNELS, "full": GRAPH_KERNELS}[scale]
-    nodes = {"tiny": ("1K", "10K"), "quick": tuple(FIG15_SCALES), "full": tuple(FIG15_SCALES)}
-    return {
-        f"{kernel}@{n}": {"scale": FIG15_SCALES[n]} for kernel in kernels for n in nodes[scale]
-    }
+    return {f"{kernel}@{n}": {"scale": s} for kernel in kernels for n, s in FIG15_SCALES.items()}
 
 
 def _analyse_fig15(df: pd.DataFrame) -> Analysis:
