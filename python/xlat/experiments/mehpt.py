@@ -503,9 +503,7 @@ def _analyse_fig11_14(df: pd.DataFrame) -> Analysis:
         ("Fig 14: L2P table entries used.", "l2p", "L2P entries"),
     ):
         frame = runs.dropna(subset=[column]).assign(status="ok")
-        figures.append(
-            (caption, plots.grouped_bars(frame, column, summary="mean", ylabel=ylabel))
-        )
+        figures.append((caption, plots.grouped_bars(frame, column, summary="mean", ylabel=ylabel)))
     return Analysis(
         figures=figures,
         values=values,

@@ -199,6 +199,7 @@ def _analyse_headroom(df: pd.DataFrame) -> Analysis:
         ylabel="DRAM row-buffer conflicts (norm. to Radix)",
         title="DRAM row-buffer conflicts",
     )
+
     def gmean(values: pd.Series) -> float:
         return math.exp(values.map(math.log).mean())
 
