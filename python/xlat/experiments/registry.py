@@ -92,7 +92,9 @@ class Reproduction:
     systems: Mapping[str, System]
     """Label -> system; the labels are the bars' names."""
     workloads: Mapping[str, Mapping[str, Mapping[str, Any]]]
-    """Scale -> {workload name: {parameter: value}}."""
+    """Scale -> {workload key: {parameter: value}}. A key is a workload name, or
+    ``name@tag`` to run one workload with several parameter sets (the runs' ``workload``
+    column then holds the key)."""
     references: Mapping[str, int]
     """Scale -> memory references per run, warm-up included."""
     analyse: Callable[[pd.DataFrame], Analysis]
@@ -127,7 +129,7 @@ def register(reproduction: Reproduction) -> Reproduction:
 
 def _load_all() -> None:
     # Importing the per-paper modules registers their reproductions.
-    from . import gandhi, utopia  # noqa: F401
+    from . import gandhi, mehpt, utopia  # noqa: F401
 
 
 def reproductions() -> list[Reproduction]:
@@ -190,6 +192,20 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join([head, rule, *body]) + "\n"
 
 
+def _workload_keys(df: pd.DataFrame, workloads: Mapping[str, Mapping[str, Any]]) -> pd.Series:
+    """Each run's workload key: its name, or the ``name@tag`` whose parameters it ran with."""
+    keys = df["workload"].copy()
+    for key, params in workloads.items():
+        name, _, tag = key.partition("@")
+        if not tag:
+            continue
+        match = df["workload"] == name
+        for param, value in params.items():
+            match &= df[f"config.workload.{param}"] == value
+        keys[match] = key
+    return keys
+
+
 def reproduce(
     reproduction_id: str,
     *,
@@ -220,9 +236,10 @@ def reproduce(
         **rep.overrides,
         "workload.references": rep.references[scale],
     }
+    workloads = rep.workloads[scale]
     result = sweep(
         configs,
-        workloads={k: dict(v) for k, v in rep.workloads[scale].items()},
+        workloads=[(key.split("@")[0], dict(params)) for key, params in workloads.items()],
         out=base / "sweep",
         overrides=overrides,
         backend=backend,
@@ -236,6 +253,7 @@ def reproduce(
         raise RuntimeError(f"reproduction {rep.id}: {len(result.failed)} runs failed: {errors}")
     # Bars are named by system label (the config file's stem), not by the run's point.
     df["label"] = df["system"].map(lambda s: Path(s).stem)
+    df["workload"] = _workload_keys(df, workloads)
     analysis = rep.analyse(df)
     table = comparison(rep.id, analysis.values)
     write_atomic(base / "comparison.csv", table.to_csv(index=False))
