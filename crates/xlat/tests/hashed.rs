@@ -105,3 +105,30 @@ fn page_faults_pay_for_the_page_table_memory_they_allocate() {
     assert!(f.pt_alloc_cycles > 0);
     assert_eq!(f.cycles, f.minor * 5000 + f.pt_alloc_cycles);
 }
+
+#[test]
+fn graph_workloads_verify_under_ecpt_and_mehpt() {
+    for preset in ["ecpt", "mehpt"] {
+        for kernel in ["bfs", "pr", "cc", "sssp", "tc"] {
+            let c = config::load(
+                preset,
+                &[
+                    "os.physmem.bytes=4294967296".into(),
+                    "os.physmem.fragmentation=0.3".into(),
+                    format!("workload.name={kernel}"),
+                    "workload.scale=14".into(),
+                    "workload.references=100000".into(),
+                    "workload.populate=false".into(),
+                    "sim.verify=true".into(),
+                ],
+            )
+            .unwrap();
+            let stats = run(c).unwrap_or_else(|e| panic!("{preset}/{kernel}: {e}"));
+            assert_eq!(
+                stats.verify.translations_checked, 100_000,
+                "{preset}/{kernel}"
+            );
+            assert!(stats.summary.faults > 0, "{preset}/{kernel}");
+        }
+    }
+}
