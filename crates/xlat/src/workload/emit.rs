@@ -32,6 +32,8 @@ pub struct RecId(u64);
 
 pub struct Emitter {
     tx: SyncSender<Vec<Record>>,
+    /// Emptied batches the reader hands back, so batches are reused rather than allocated.
+    spare: Receiver<Vec<Record>>,
     batch: Vec<Record>,
     pid: u16,
     pending_instr: u32,
@@ -117,7 +119,14 @@ impl Emitter {
         if self.batch.is_empty() {
             return Ok(());
         }
-        let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        let next = match self.spare.try_recv() {
+            Ok(mut v) => {
+                v.clear();
+                v
+            }
+            Err(_) => Vec::with_capacity(BATCH),
+        };
+        let full = std::mem::replace(&mut self.batch, next);
         self.tx.send(full).map_err(|_| Stop)
     }
 }
@@ -140,6 +149,8 @@ enum Outcome {
 pub struct ThreadedSource {
     pending: Option<(u16, Algorithm)>,
     rx: Option<Receiver<Vec<Record>>>,
+    /// Where consumed batches go back to the producer for reuse.
+    spare_tx: Option<SyncSender<Vec<Record>>>,
     current: Vec<Record>,
     pos: usize,
     total: u64,
@@ -156,6 +167,7 @@ impl ThreadedSource {
         ThreadedSource {
             pending: Some((pid, Box::new(algorithm))),
             rx: None,
+            spare_tx: None,
             current: Vec::new(),
             pos: 0,
             total: budget,
@@ -169,11 +181,13 @@ impl ThreadedSource {
         };
         let budget = self.total;
         let (tx, rx) = sync_channel(CHANNEL_DEPTH);
+        let (spare_tx, spare) = sync_channel(CHANNEL_DEPTH + 2);
         let worker = std::thread::Builder::new()
             .name("xlat-workload".into())
             .spawn(move || {
                 let mut e = Emitter {
                     tx,
+                    spare,
                     batch: Vec::with_capacity(BATCH),
                     pid,
                     pending_instr: 0,
@@ -190,6 +204,7 @@ impl ThreadedSource {
             })
             .expect("spawning the workload thread");
         self.rx = Some(rx);
+        self.spare_tx = Some(spare_tx);
         self.worker = Some(worker);
     }
 
@@ -223,7 +238,11 @@ impl RecordSource for ThreadedSource {
             if self.pos == self.current.len() {
                 match self.rx.as_ref().map(|rx| rx.recv()) {
                     Some(Ok(batch)) => {
-                        self.current = batch;
+                        let used = std::mem::replace(&mut self.current, batch);
+                        if let Some(spare) = &self.spare_tx {
+                            // Full (the producer has enough) or gone: just drop it.
+                            let _ = spare.try_send(used);
+                        }
                         self.pos = 0;
                     }
                     _ => {
