@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Set up (venv + pip install .) and run the main job: the quick reproduction set of the seed
-# papers' baseline figures (Utopia Figs 1-5, Gandhi Fig 11 native), each figure drawn in the
-# paper's style with our numbers beside the published ones, and one HTML report of it all.
+# papers' figures xlat covers so far (Utopia Figs 1-5 with Radix, ECH and P-TLB; Gandhi Fig 11
+# native; ME-HPT Tables I-II and Figs 8-16), each figure drawn in the paper's style with our
+# numbers beside the published ones, and one HTML report of it all.
 #
-#   bash scripts/run.sh                     # out/reproduce/report.html (a few minutes)
+#   bash scripts/run.sh                     # out/reproduce/report.html (about 7 minutes)
 #   XLAT_SCALE=tiny bash scripts/run.sh     # seconds: a smoke test of the whole pipeline
 #   XLAT_SCALE=full bash scripts/run.sh     # closest to the papers (hours)
 #   bash scripts/run.sh --jobs 2            # extra options go to `xlat reproduce`
