@@ -26,8 +26,23 @@ pub(crate) struct BinaryNodes {
     /// The global holding the root pointer.
     pub root_ptr: VirtAddr,
     pub root: u32,
-    pub key: Vec<u64>,
-    pub kids: Vec<[u32; 2]>,
+    /// Host-side contents of every node, key beside children: a search touches one host cache
+    /// line per level, which keeps the generator well ahead of the simulator.
+    pub nodes: Vec<HostNode>,
+}
+
+/// What the algorithm needs of a node on the host: its key and its two children.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HostNode {
+    pub key: u64,
+    pub kids: [u32; 2],
+}
+
+impl HostNode {
+    pub const EMPTY: HostNode = HostNode {
+        key: 0,
+        kids: [NIL; 2],
+    };
 }
 
 /// Where a pointer to a node is stored: a child slot of `parent`, or the root pointer
@@ -51,8 +66,7 @@ impl BinaryNodes {
             pool,
             root_ptr,
             root: NIL,
-            key: Vec::new(),
-            kids: Vec::new(),
+            nodes: Vec::new(),
         }
     }
 
@@ -66,12 +80,13 @@ impl BinaryNodes {
     /// A fresh node holding `key` with no children (host side).
     pub fn new_node(&mut self, key: u64) -> std::result::Result<u32, Stop> {
         let n = self.pool.alloc()?;
-        if n as usize >= self.key.len() {
-            self.key.resize(n as usize + 1, 0);
-            self.kids.resize(n as usize + 1, [NIL; 2]);
+        if n as usize >= self.nodes.len() {
+            self.nodes.resize(n as usize + 1, HostNode::EMPTY);
         }
-        self.key[n as usize] = key;
-        self.kids[n as usize] = [NIL; 2];
+        self.nodes[n as usize] = HostNode {
+            key,
+            kids: [NIL; 2],
+        };
         Ok(n)
     }
 
@@ -94,7 +109,7 @@ impl BinaryNodes {
             self.root = to;
             e.store(self.root_ptr, 8)?;
         } else {
-            self.kids[link.parent as usize][link.dir] = to;
+            self.nodes[link.parent as usize].kids[link.dir] = to;
             store_after(e, self.child_addr(link.parent, link.dir), link.on)?;
         }
         Ok(())
@@ -191,11 +206,11 @@ pub(crate) mod tests {
     }
 
     /// Depth of the deepest node, for balance checks.
-    pub fn height(kids: &[[u32; 2]], root: u32) -> u32 {
+    pub fn height(nodes: &[HostNode], root: u32) -> u32 {
         if root == NIL {
             return 0;
         }
-        let [l, r] = kids[root as usize];
-        1 + height(kids, l).max(height(kids, r))
+        let [l, r] = nodes[root as usize].kids;
+        1 + height(nodes, l).max(height(nodes, r))
     }
 }

@@ -6,7 +6,7 @@
 //! An insert replaces the leaf it reaches by a routing node over the old and the new leaf; a
 //! delete replaces the leaf's parent by the leaf's sibling.
 
-use super::bst::{self, BinaryNodes, Link, KEY, VALUE};
+use super::bst::{self, BinaryNodes, HostNode, Link, KEY, VALUE};
 use super::emit::{Emitter, RecId, SimHeap, Stop, ThreadedSource};
 use super::index::{self, IndexConfig, IndexStructure, KeySpace, NodePool, NIL};
 use crate::addr::VirtAddr;
@@ -58,15 +58,14 @@ impl ExternalBst {
         let routing_id = |p: usize| keys.n as u32 + time[p + 1] - u32::from(time[p + 1] > time[0]);
         pool.claim_prefix((2 * n - 1) as u32);
         let mut t = BinaryNodes::empty(root_ptr, pool);
-        t.key = vec![0; 2 * n - 1];
-        t.kids = vec![[NIL; 2]; 2 * n - 1];
+        t.nodes = vec![HostNode::EMPTY; 2 * n - 1];
         for (j, &leaf) in time.iter().enumerate() {
-            t.key[leaf as usize] = keys.initial(j as u64);
+            t.nodes[leaf as usize].key = keys.initial(j as u64);
         }
         for (p, k) in kids.iter().enumerate() {
             let id = routing_id(p) as usize;
-            t.key[id] = keys.initial(p as u64 + 1);
-            t.kids[id] = [
+            t.nodes[id].key = keys.initial(p as u64 + 1);
+            t.nodes[id].kids = [
                 if k[0] == NIL {
                     time[p]
                 } else {
@@ -104,9 +103,9 @@ impl ExternalBst {
         loop {
             e.load_dep(t.addr(node, KEY), 8, ptr)?;
             e.instr(3);
-            let dir = usize::from(key >= t.key[node as usize]);
+            let dir = usize::from(key >= t.nodes[node as usize].key);
             let child_ptr = t.load_child(e, node, dir, Some(ptr))?;
-            let child = t.kids[node as usize][dir];
+            let child = t.nodes[node as usize].kids[dir];
             if child == NIL {
                 return Ok(Some(Found {
                     leaf: node,
@@ -129,7 +128,7 @@ impl ExternalBst {
 impl IndexStructure for ExternalBst {
     fn lookup(&mut self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
         match self.search(e, key)? {
-            Some(f) if self.t.key[f.leaf as usize] == key => {
+            Some(f) if self.t.nodes[f.leaf as usize].key == key => {
                 e.load_dep(self.t.addr(f.leaf, VALUE), 8, f.ptr)?;
                 Ok(true)
             }
@@ -151,13 +150,13 @@ impl IndexStructure for ExternalBst {
             t.relink(e, root, leaf)?;
             return Ok(true);
         };
-        let old = t.key[f.leaf as usize];
+        let old = t.nodes[f.leaf as usize].key;
         if old == key {
             return Ok(false);
         }
         let leaf = t.new_node(key)?;
         let router = t.new_node(key.max(old))?;
-        t.kids[router as usize] = if key < old {
+        t.nodes[router as usize].kids = if key < old {
             [leaf, f.leaf]
         } else {
             [f.leaf, leaf]
@@ -174,7 +173,7 @@ impl IndexStructure for ExternalBst {
             return Ok(false);
         };
         let t = &mut self.t;
-        if t.key[f.leaf as usize] != key {
+        if t.nodes[f.leaf as usize].key != key {
             return Ok(false);
         }
         let parent = f.to_leaf.parent;
@@ -183,7 +182,7 @@ impl IndexStructure for ExternalBst {
         } else {
             let other = 1 - f.to_leaf.dir;
             t.load_child(e, parent, other, f.to_leaf.on)?;
-            let sibling = t.kids[parent as usize][other];
+            let sibling = t.nodes[parent as usize].kids[other];
             t.relink(e, f.to_parent, sibling)?;
             t.pool.release(parent);
         }
@@ -210,8 +209,8 @@ mod tests {
 
     /// Leaves in order, checking that every routing key separates its subtrees.
     fn leaves(t: &BinaryNodes, n: u32, lo: u64, hi: u64, out: &mut Vec<u64>) {
-        let [l, r] = t.kids[n as usize];
-        let k = t.key[n as usize];
+        let [l, r] = t.nodes[n as usize].kids;
+        let k = t.nodes[n as usize].key;
         assert!(lo <= k && k < hi, "key {k} outside [{lo}, {hi})");
         if l == NIL {
             assert_eq!(r, NIL, "a node has both children or none");
@@ -229,11 +228,11 @@ mod tests {
         let mut out = vec![t.root_ptr.0];
         let mut n = t.root;
         loop {
-            let right = key >= t.key[n as usize];
+            let right = key >= t.nodes[n as usize].key;
             out.extend([node(n), node(n) + if right { 24 } else { 16 }]);
-            let next = t.kids[n as usize][usize::from(right)];
+            let next = t.nodes[n as usize].kids[usize::from(right)];
             if next == NIL {
-                if t.key[n as usize] == key {
+                if t.nodes[n as usize].key == key {
                     out.push(node(n) + 8);
                 }
                 return out;
@@ -248,7 +247,7 @@ mod tests {
         let mut keys = Vec::new();
         leaves(&b.t, b.t.root, 0, u64::MAX, &mut keys);
         assert_eq!(keys, (0..ks.n).map(|i| ks.initial(i)).collect::<Vec<_>>());
-        let h = bst::tests::height(&b.t.kids, b.t.root);
+        let h = bst::tests::height(&b.t.nodes, b.t.root);
         assert!((20..48).contains(&h), "{h}");
     }
 

@@ -4,7 +4,7 @@
 //! load of the pointer to it. Inserts hang a new leaf; deletes splice out a node with at most one
 //! child, or replace a node with two children by its in-order successor.
 
-use super::bst::{self, BinaryNodes, Link, KEY, VALUE};
+use super::bst::{self, BinaryNodes, HostNode, Link, KEY, VALUE};
 use super::emit::{Emitter, RecId, SimHeap, Stop, ThreadedSource};
 use super::index::{self, IndexConfig, IndexStructure, KeySpace, NodePool, NIL};
 use crate::addr::VirtAddr;
@@ -51,12 +51,11 @@ impl InternalBst {
         let id = |pos: u32| if pos == NIL { NIL } else { time[pos as usize] };
         pool.claim_prefix(keys.n as u32);
         let mut t = BinaryNodes::empty(root_ptr, pool);
-        t.key = vec![0; keys.n as usize];
-        t.kids = vec![[NIL; 2]; keys.n as usize];
+        t.nodes = vec![HostNode::EMPTY; keys.n as usize];
         for (pos, k) in kids.iter().enumerate() {
             let n = time[pos] as usize;
-            t.key[n] = keys.initial(pos as u64);
-            t.kids[n] = [id(k[0]), id(k[1])];
+            t.nodes[n].key = keys.initial(pos as u64);
+            t.nodes[n].kids = [id(k[0]), id(k[1])];
         }
         t.root = id(root);
         InternalBst { t }
@@ -74,7 +73,7 @@ impl InternalBst {
         while node != NIL {
             e.load_dep(t.addr(node, KEY), 8, ptr)?;
             e.instr(3);
-            let here = t.key[node as usize];
+            let here = t.nodes[node as usize].key;
             if here == key {
                 break;
             }
@@ -85,7 +84,7 @@ impl InternalBst {
                 on: Some(ptr),
             };
             ptr = t.load_child(e, node, dir, Some(ptr))?;
-            node = t.kids[node as usize][dir];
+            node = t.nodes[node as usize].kids[dir];
         }
         Ok(Found { node, link, ptr })
     }
@@ -123,7 +122,7 @@ impl IndexStructure for InternalBst {
         let zptr = Some(f.ptr);
         t.load_child(e, z, 0, zptr)?;
         let right_ptr = t.load_child(e, z, 1, zptr)?;
-        let [l, r] = t.kids[z as usize];
+        let [l, r] = t.nodes[z as usize].kids;
         if l == NIL || r == NIL {
             t.relink(e, f.link, if l == NIL { r } else { l })?;
             t.pool.release(z);
@@ -138,7 +137,7 @@ impl IndexStructure for InternalBst {
         let (mut s, mut sptr) = (r, right_ptr);
         loop {
             let left_ptr = t.load_child(e, s, 0, Some(sptr))?;
-            let left = t.kids[s as usize][0];
+            let left = t.nodes[s as usize].kids[0];
             if left == NIL {
                 break;
             }
@@ -153,9 +152,9 @@ impl IndexStructure for InternalBst {
         e.load_dep(t.addr(s, VALUE), 8, sptr)?;
         e.store_dep(t.addr(z, KEY), 8, f.ptr)?;
         e.store_dep(t.addr(z, VALUE), 8, f.ptr)?;
-        t.key[z as usize] = t.key[s as usize];
+        t.nodes[z as usize].key = t.nodes[s as usize].key;
         t.load_child(e, s, 1, Some(sptr))?;
-        let s_right = t.kids[s as usize][1];
+        let s_right = t.nodes[s as usize].kids[1];
         t.relink(e, succ_link, s_right)?;
         t.pool.release(s);
         Ok(true)
@@ -180,9 +179,9 @@ mod tests {
 
     fn in_order(t: &BinaryNodes, n: u32, out: &mut Vec<u64>) {
         if n != NIL {
-            in_order(t, t.kids[n as usize][0], out);
-            out.push(t.key[n as usize]);
-            in_order(t, t.kids[n as usize][1], out);
+            in_order(t, t.nodes[n as usize].kids[0], out);
+            out.push(t.nodes[n as usize].key);
+            in_order(t, t.nodes[n as usize].kids[1], out);
         }
     }
 
@@ -194,14 +193,14 @@ mod tests {
         let mut n = t.root;
         while n != NIL {
             out.push(node(n));
-            let k = t.key[n as usize];
+            let k = t.nodes[n as usize].key;
             if k == key {
                 out.push(node(n) + 8);
                 break;
             }
             let right = key > k;
             out.push(node(n) + if right { 24 } else { 16 });
-            n = t.kids[n as usize][usize::from(right)];
+            n = t.nodes[n as usize].kids[usize::from(right)];
         }
         out
     }
@@ -213,7 +212,7 @@ mod tests {
         in_order(&b.t, b.t.root, &mut keys);
         assert_eq!(keys, (0..ks.n).map(|i| ks.initial(i)).collect::<Vec<_>>());
         // A random BST of 2^14 keys is about 2.99 ln n ~ 29 deep, rarely more than 40.
-        let h = bst::tests::height(&b.t.kids, b.t.root);
+        let h = bst::tests::height(&b.t.nodes, b.t.root);
         assert!((20..45).contains(&h), "{h}");
     }
 
