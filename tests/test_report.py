@@ -182,13 +182,21 @@ def run_chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
         "--headless",
         "--no-sandbox",
         "--disable-gpu",
+        "--disable-dev-shm-usage",  # containers give /dev/shm little room
         "--no-first-run",
         f"--user-data-dir={tmp_path / 'chromium-profile'}",
         *args,
     ]
-    return subprocess.run(
-        argv, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL
-    )
+    # Headless Chromium in a container now and then dies of a signal while starting (seen
+    # here: SIGSEGV before loading anything). That is the browser, not the page: try again,
+    # a few times; any other failure is returned at once.
+    for _ in range(3):
+        result = subprocess.run(
+            argv, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL
+        )
+        if result.returncode >= 0:
+            break
+    return result
 
 
 def test_report_renders_every_figure_in_headless_chromium(tmp_path: Path) -> None:
