@@ -607,6 +607,27 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
 
 
+def _add_backend_options(p: argparse.ArgumentParser) -> None:
+    """Where the runs of a sweep (or of a reproduction's sweep) execute."""
+    p.add_argument(
+        "--backend",
+        choices=["local", "dask"],
+        default="local",
+        help="local: a process pool on this machine (default); dask: a dask.distributed "
+        "cluster (--scheduler, or a LocalCluster of --jobs workers)",
+    )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=parse_count,
+        default=None,
+        metavar="N",
+        help="parallel runs (local) or LocalCluster workers (dask); default: CPU count",
+    )
+    p.add_argument("--scheduler", metavar="ADDR", help="dask scheduler, e.g. tcp://host:8786")
+    p.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``xlat`` command."""
     parser = argparse.ArgumentParser(
@@ -725,23 +746,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refs", type=parse_count, metavar="N", help="references per run")
     p.add_argument("--verify", action="store_true", help="check every translation")
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="the sweep directory")
-    p.add_argument(
-        "--backend",
-        choices=["local", "dask"],
-        default="local",
-        help="local: a process pool on this machine (default); dask: a dask.distributed "
-        "cluster (--scheduler, or a LocalCluster of --jobs workers)",
-    )
-    p.add_argument(
-        "-j",
-        "--jobs",
-        type=parse_count,
-        default=None,
-        metavar="N",
-        help="parallel runs (local) or LocalCluster workers (dask); default: CPU count",
-    )
-    p.add_argument("--scheduler", metavar="ADDR", help="dask scheduler, e.g. tcp://host:8786")
-    p.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    _add_backend_options(p)
     p.set_defaults(handler=_cmd_sweep)
 
     p = sub.add_parser(
@@ -792,10 +797,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-o", "--out", default="out/reproduce", metavar="DIR", help="default out/reproduce"
     )
-    p.add_argument("--backend", choices=["local", "dask"], default="local")
-    p.add_argument("-j", "--jobs", type=parse_count, default=None, metavar="N")
-    p.add_argument("--scheduler", metavar="ADDR", help="dask scheduler address")
-    p.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
+    _add_backend_options(p)
     p.set_defaults(handler=_cmd_reproduce)
 
     p = sub.add_parser(

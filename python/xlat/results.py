@@ -114,11 +114,16 @@ def read_run(run_dir: Path) -> dict[str, Any] | None:
         "worker": record.get("worker"),
     }
     row.update({f"param.{k}": v for k, v in record.get("params", {}).items()})
+    return _add_outputs(row, run_dir, with_stats=record["status"] == "ok")
+
+
+def _add_outputs(row: dict[str, Any], run_dir: Path, with_stats: bool) -> dict[str, Any]:
+    """Add a run directory's resolved config (``config.*``) and statistics (``stats.*``)."""
     config_path = run_dir / "config.toml"
     if config_path.exists():
         row.update(flatten(tomllib.loads(config_path.read_text(encoding="utf-8")), "config."))
     stats_path = run_dir / "stats.json"
-    if record["status"] == "ok" and stats_path.exists():
+    if with_stats and stats_path.exists():
         row.update(flatten(json.loads(stats_path.read_text(encoding="utf-8")), "stats."))
     return row
 
@@ -181,14 +186,9 @@ def load(path: PathLike):
         return collect(path)
     if results.exists():
         return pd.read_parquet(results)
-    stats = path / "stats.json"
-    if stats.exists():
-        row: dict[str, Any] = {"run_id": path.name, "status": "ok"}
-        config = path / "config.toml"
-        if config.exists():
-            row.update(flatten(tomllib.loads(config.read_text(encoding="utf-8")), "config."))
-        row.update(flatten(json.loads(stats.read_text(encoding="utf-8")), "stats."))
-        return _frame([row])
+    if (path / "stats.json").exists():
+        row = {"run_id": path.name, "status": "ok"}
+        return _frame([_add_outputs(row, path, with_stats=True)])
     raise FileNotFoundError(
         f"{path}: no results here (expected a sweep directory with {RUNS_DIR}/ or "
         f"{RESULTS_FILE}, a Parquet file, or a run directory with stats.json)"
