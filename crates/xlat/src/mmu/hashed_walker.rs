@@ -3,21 +3,20 @@
 //!
 //! A walk hashes the VPN and, at the same time, looks up the PUD-CWC (1 GiB regions) and the
 //! PMD-CWC (2 MiB regions), which cache Cuckoo Walk Table entries: the page sizes that hold
-//! translations in the region. A CWC miss reads the CWT entry from memory (one step before the
-//! probes). The walker then probes, in one parallel step, the W lines (one per way, old or new
-//! table as each way's rehash pointer decides) of every page size the CWT entries allow
-//! (ME-HPT §II-B, §V-D, Fig 7). ME-HPT's L2P access (shift, L2P read, mask) runs during the CWC
-//! access, so it adds latency only where it is longer.
-//!
-//! Not modelled: the CWT entries' per-way bits that let ECPT probe a single way; every way of
-//! an allowed page size is probed (the same latency, more cache traffic).
+//! translations in the region and the ways holding their lines (see `pt::hashed::cwt`). A CWC
+//! miss reads the CWT entry from memory (one step before the probes). The walker then probes,
+//! in one parallel step, the lines of every page size the entries allow, in the ways they name
+//! (one line per way, old or new table as each way's rehash pointer decides; ME-HPT §II-B,
+//! §V-D, Fig 7). With the default one-line sections that is a single probe per allowed size.
+//! ME-HPT's L2P access (shift, L2P read, mask) runs during the CWC access, so it adds latency
+//! only where it is longer.
 
 use super::walk::WalkPlan;
 use crate::addr::{PageSize, Pfn, VirtAddr};
 use crate::assoc::{Replacement, SetAssoc};
 use crate::error::{Error, Result};
 use crate::mem::MemKind;
-use crate::pt::hashed::cwt::SizeSet;
+use crate::pt::hashed::cwt::{RawEntry, WayMask};
 use crate::pt::hashed::{HashedPageTable, HptKind, ProbeLine};
 use crate::pt::store::PtStore;
 use serde::{Deserialize, Serialize};
@@ -67,9 +66,11 @@ pub struct CwcStats {
     pub misses: u64,
 }
 
-/// A fully associative LRU cache of CWT entries, keyed by region and address space.
+/// A fully associative LRU cache of CWT entries (their bytes), keyed by region and address
+/// space. The OS flushes the CWCs whenever it changes a CWT (faults, shootdowns), so a cached
+/// entry always equals the one in memory.
 struct Cwc {
-    array: Option<SetAssoc<u8>>,
+    array: Option<SetAssoc<RawEntry>>,
     stats: CwcStats,
 }
 
@@ -81,28 +82,34 @@ impl Cwc {
         }
     }
 
-    /// The region's page sizes: from the cache, or read from the CWT in memory (pushing the
-    /// read into `plan`) and filled.
-    fn sizes(
+    /// The region's CWT entry: from the cache, or read from memory (pushing the read into
+    /// `plan`; an entry never written reads as empty) and filled.
+    fn entry(
         &mut self,
         region: u64,
         asid: u16,
         plan: &mut WalkPlan,
-        memory: impl FnOnce(&mut WalkPlan) -> SizeSet,
-    ) -> SizeSet {
+        memory: Option<(crate::addr::PhysAddr, RawEntry)>,
+    ) -> RawEntry {
         let tag = (region << 16) | asid as u64;
         if let Some(array) = &mut self.array {
-            if let Some(&mut bits) = array.lookup(0, tag) {
+            if let Some(raw) = array.lookup(0, tag) {
                 self.stats.hits += 1;
-                return SizeSet::from_bits(bits);
+                return *raw;
             }
         }
         self.stats.misses += 1;
-        let set = memory(plan);
+        let raw = match memory {
+            Some((addr, raw)) => {
+                plan.push(addr, MemKind::CWT, 0);
+                raw
+            }
+            None => RawEntry::default(),
+        };
         if let Some(array) = &mut self.array {
-            array.insert(0, tag, set.bits());
+            array.insert(0, tag, raw);
         }
-        set
+        raw
     }
 }
 
@@ -149,41 +156,35 @@ impl HashedWalker {
         plan.fixed_cycles = (self.cfg.hash_latency + self.cfg.cwc_latency + l2p_extra) as u64;
         let vpn = va.vpn();
         let cwt = pt.cwt();
-        let pud = self.pud_cwc.sizes(vpn.0 >> 18, asid, plan, |plan| {
-            if let Some(addr) = cwt.pud_entry_addr(vpn) {
-                plan.push(addr, MemKind::CWT, 0);
-            }
-            cwt.read_pud(store, vpn)
-        });
-        let pmd = if pud.contains(PageSize::Size4K) || pud.contains(PageSize::Size2M) {
-            self.pmd_cwc.sizes(vpn.0 >> 9, asid, plan, |plan| {
-                if let Some(addr) = cwt.pmd_entry_addr(vpn) {
-                    plan.push(addr, MemKind::CWT, 0);
-                }
-                cwt.read_pmd(store, vpn)
-            })
+        let raw = self
+            .pud_cwc
+            .entry(vpn.0 >> 18, asid, plan, cwt.pud_entry(store, vpn));
+        let pud = cwt.pud_view(&raw);
+        let pmd = if pud.sizes.contains(PageSize::Size4K) || pud.sizes.contains(PageSize::Size2M) {
+            let raw = self
+                .pmd_cwc
+                .entry(vpn.0 >> 9, asid, plan, cwt.pmd_entry(store, vpn));
+            cwt.pmd_view(&raw, vpn)
         } else {
-            SizeSet::default()
+            Default::default()
         };
         let probe_step = u8::from(!plan.refs().is_empty());
         let mut found = None;
         for size in PageSize::ALL {
-            let allowed = match size {
-                PageSize::Size1G => pud.contains(size),
-                _ => pmd.contains(size),
+            let (present, ways): (bool, WayMask) = match size {
+                PageSize::Size4K => (pmd.sizes.contains(size), pmd.ways_4k),
+                PageSize::Size2M => (pmd.sizes.contains(size), pmd.ways_2m),
+                PageSize::Size1G => (pud.sizes.contains(size), pud.ways_1g),
             };
-            if !allowed {
+            if !present {
                 continue;
             }
             let n = pt.probe_lines(store, size, vpn, &mut self.lines);
-            for line in &self.lines[..n] {
+            for line in self.lines[..n].iter().filter(|l| ways & 1 << l.way != 0) {
                 plan.push(line.addr, MemKind::HPT, probe_step);
-            }
-            if found.is_none() {
-                found = self.lines[..n]
-                    .iter()
-                    .find_map(|l| l.pfn)
-                    .map(|p| (p, size));
+                if found.is_none() {
+                    found = line.pfn.map(|p| (p, size));
+                }
             }
         }
         found

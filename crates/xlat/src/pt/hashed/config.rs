@@ -7,6 +7,9 @@ use super::hash::{HashKind, CRC_FUNCTIONS};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
+// Every way must have a bit in the CWT's way masks.
+const _: () = assert!(CRC_FUNCTIONS <= super::cwt::MAX_WAYS);
+
 /// Which organisation a [`super::HashedPageTable`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -37,6 +40,9 @@ pub struct HashedConfig {
     pub rehash_per_insert: u32,
     /// Cycles to allocate and zero a contiguous block, by size (§III, 0.7 FMFI).
     pub alloc_cost: Vec<CostPoint>,
+    /// 4 KiB-page lines per section of a PMD-CWT entry, each section with its own way mask
+    /// (see `cwt`): 1 names the way of every line, 64 gives one mask per 2 MiB region.
+    pub cwt_section_lines: u64,
     pub mehpt: MehptConfig,
 }
 
@@ -51,6 +57,7 @@ impl Default for HashedConfig {
             max_reinsertions: 32,
             rehash_per_insert: 1,
             alloc_cost: cost::paper_points(),
+            cwt_section_lines: 1,
             mehpt: MehptConfig::default(),
         }
     }
@@ -119,6 +126,12 @@ impl HashedConfig {
             return Err(Error::config(
                 format!("{path}.rehash_per_insert"),
                 "must be at least 1 (or resizes never finish)",
+            ));
+        }
+        if !(self.cwt_section_lines.is_power_of_two() && self.cwt_section_lines <= 64) {
+            return Err(Error::config(
+                format!("{path}.cwt_section_lines"),
+                "must be a power of two from 1 to 64 (the 4 KiB lines of a 2 MiB region)",
             ));
         }
         cost::validate(&self.alloc_cost, &format!("{path}.alloc_cost"))?;
@@ -206,6 +219,10 @@ mod tests {
             (
                 Box::new(|c| c.mehpt.chunk_sizes = vec![3000]),
                 "pt.hashed.mehpt.chunk_sizes[0]",
+            ),
+            (
+                Box::new(|c| c.cwt_section_lines = 3),
+                "pt.hashed.cwt_section_lines",
             ),
             (
                 Box::new(|c| c.mehpt.l2p_entries = 0),

@@ -49,6 +49,14 @@ pub struct Params {
     pub name: &'static str,
 }
 
+/// A line entering or leaving a way (for the Cuckoo Walk Tables' way masks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WayChange {
+    pub cluster: u64,
+    pub way: usize,
+    pub entered: bool,
+}
+
 /// One line a hardware walk would probe.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProbeLine {
@@ -73,6 +81,8 @@ pub struct ElasticTable {
     /// A way whose L2P subtable had no room for the chunks it needed (see
     /// [`ElasticTable::take_l2p_shortage`]).
     l2p_short: Option<usize>,
+    /// Lines that entered or left a way since [`ElasticTable::take_way_changes`].
+    way_log: Vec<WayChange>,
     pub stats: SizeStats,
 }
 
@@ -85,6 +95,7 @@ impl ElasticTable {
             rng,
             homeless: Vec::new(),
             l2p_short: None,
+            way_log: Vec::new(),
             stats: SizeStats {
                 upsizes: vec![0; p.ways],
                 downsizes: vec![0; p.ways],
@@ -190,6 +201,19 @@ impl ElasticTable {
         (index < way.lines()).then(|| way.storage.line_addr(l2p, w, self.size, index))
     }
 
+    fn log(&mut self, cluster: u64, way: usize, entered: bool) {
+        self.way_log.push(WayChange {
+            cluster,
+            way,
+            entered,
+        });
+    }
+
+    /// The lines that entered or left a way since the last call, in order.
+    pub fn take_way_changes(&mut self) -> Vec<WayChange> {
+        std::mem::take(&mut self.way_log)
+    }
+
     // ---- map / unmap ---------------------------------------------------------------------
 
     /// Map the page at `vpn` to `pfn`; returns whether the page was unmapped before.
@@ -239,6 +263,7 @@ impl ElasticTable {
         } else {
             Line::clear(store, addr);
             self.ways[w].occupancy -= 1;
+            self.log(line.tag(), w, false);
             self.stats.line_deletes += 1;
         }
         Some(pfn)
@@ -263,11 +288,13 @@ impl ElasticTable {
             let (addr, _) = self.addr_of(env.l2p, w, line.tag());
             let occupant = Line::read(env.ctx.store, addr);
             line.write(env.ctx.store, addr);
+            self.log(line.tag(), w, true);
             if !occupant.is_live() {
                 self.ways[w].occupancy += 1;
                 self.stats.reinsertions[evictions.min(REINSERTION_BUCKETS - 1)] += 1;
                 return Ok(None);
             }
+            self.log(occupant.tag(), w, false);
             line = occupant;
             w = self.pick_other_way(w);
         }
@@ -724,6 +751,9 @@ impl ElasticTable {
         };
         way.resize = None;
         way.occupancy = 0;
+        for l in &lines {
+            self.log(l.tag(), w, false);
+        }
         self.homeless
             .extend(lines.into_iter().map(|l| (l, Some(w))));
         Ok(())
@@ -757,6 +787,7 @@ impl ElasticTable {
             if to != from {
                 Line::clear(env.ctx.store, from);
                 self.ways[w].occupancy -= 1;
+                self.log(line.tag(), w, false);
                 if let Some(left) = self.place(env, line, w)? {
                     self.homeless.push((left, None));
                 }
@@ -846,10 +877,15 @@ impl ElasticTable {
 
     /// Check the table against its own rules by scanning memory: every live line sits where
     /// its way's lookup looks for it, no cluster has two live lines, the occupancy counters
-    /// and byte counts match, and no way is more than twice another. Returns the number of
-    /// live lines.
-    pub fn audit(&self, store: &PtStore, l2p: &L2pTable) -> std::result::Result<u64, String> {
+    /// and byte counts match, and no way is more than twice another. Returns the live lines
+    /// as (way, cluster).
+    pub fn audit(
+        &self,
+        store: &PtStore,
+        l2p: &L2pTable,
+    ) -> std::result::Result<Vec<(usize, u64)>, String> {
         let mut seen = std::collections::HashSet::new();
+        let mut lines = Vec::new();
         for (w, way) in self.ways.iter().enumerate() {
             let mut live = 0;
             for addr in way.all_slots(l2p, w, self.size) {
@@ -869,6 +905,7 @@ impl ElasticTable {
                 if !seen.insert(c) {
                     return Err(format!("{}: cluster {c:#x} has two live lines", self.size));
                 }
+                lines.push((w, c));
             }
             if live != way.occupancy {
                 return Err(format!(
@@ -897,7 +934,7 @@ impl ElasticTable {
         if max > 2 * min {
             return Err(format!("{}: ways of {min} and {max} lines", self.size));
         }
-        Ok(seen.len() as u64)
+        Ok(lines)
     }
 }
 
@@ -1034,7 +1071,7 @@ mod tests {
             assert_eq!(t.stats.upsize_entries_rehashed, before.len() as u64);
             let now: Vec<u64> = t.ways[1..].iter().map(|w| w.occupancy).collect();
             assert_eq!(now, others, "an in-place upsize never cuckoos");
-            assert_eq!(t.audit(&m.store, &m.l2p), Ok(6000));
+            assert_eq!(t.audit(&m.store, &m.l2p).map(|l| l.len()), Ok(6000));
         }
     }
 
@@ -1051,7 +1088,7 @@ mod tests {
         m.with(|env| t.settle(env)).unwrap();
         assert_eq!(t.ways[0].bytes(), bytes_before / 2, "upper chunks freed");
         assert!(t.ways[0].occupancy < occ0, "collisions went to other ways");
-        assert_eq!(t.audit(&m.store, &m.l2p), Ok(1200));
+        assert_eq!(t.audit(&m.store, &m.l2p).map(|l| l.len()), Ok(1200));
         for (i, &c) in cs.iter().enumerate() {
             assert_eq!(
                 t.lookup(&m.store, &m.l2p, Vpn(c * 8)),
@@ -1082,7 +1119,7 @@ mod tests {
         m.with(|env| t.settle(env)).unwrap();
         // Mid-migration: every line is where the P_i comparison sends the lookup, and both
         // tables are probed depending on the key.
-        assert_eq!(t.audit(&m.store, &m.l2p), Ok(300));
+        assert_eq!(t.audit(&m.store, &m.l2p).map(|l| l.len()), Ok(300));
         let mut out = [ProbeLine::default(); 3];
         let (mut old, mut new) = (0, 0);
         for (i, &c) in cs.iter().enumerate() {
@@ -1200,7 +1237,7 @@ mod tests {
             uneven |= min != max;
         }
         assert!(uneven, "per-way resizing makes ways of different sizes");
-        assert_eq!(t.audit(&m.store, &m.l2p), Ok(20_000));
+        assert_eq!(t.audit(&m.store, &m.l2p).map(|l| l.len()), Ok(20_000));
         let net: Vec<i64> = (0..3)
             .map(|w| t.stats.upsizes[w] as i64 - t.stats.downsizes[w] as i64)
             .collect();

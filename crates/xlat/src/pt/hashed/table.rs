@@ -40,7 +40,7 @@ impl HashedPageTable {
             seed,
             tables: [None, None, None],
             l2p: L2pTable::new(cfg.ways, cfg.mehpt.l2p_entries, cfg.mehpt.stealing),
-            cwt: Cwt::default(),
+            cwt: Cwt::new(cfg.ways, cfg.cwt_section_lines),
             acct: ProcAcct::default(),
             cfg: cfg.clone(),
         })
@@ -170,7 +170,9 @@ impl HashedPageTable {
         let mut lines = 0;
         let mut bytes = 0;
         for t in self.tables.iter().flatten() {
-            lines += t.audit(store, &self.l2p)?;
+            let live = t.audit(store, &self.l2p)?;
+            self.cwt.audit(store, t.size(), &live)?;
+            lines += live.len() as u64;
             bytes += t.bytes();
         }
         if bytes != self.acct.bytes {
@@ -201,6 +203,42 @@ impl HashedPageTable {
         let table = slot.as_mut().expect("just created");
         if table.map(&mut env, vpn, pfn)? {
             self.cwt.add(env.ctx, vpn, size)?;
+        }
+        Ok(())
+    }
+
+    /// Map `vpn` (aligned to `size`), making L2P room as needed.
+    fn map_lines(&mut self, ctx: &mut PtContext, vpn: Vpn, pfn: Pfn, size: PageSize) -> Result<()> {
+        // A table about to be created needs an L2P entry in every way.
+        for w in self.l2p_shortage(size) {
+            self.make_l2p_room(ctx, w, size)?;
+        }
+        loop {
+            let Err(e) = self.try_map(ctx, vpn, pfn, size) else {
+                return Ok(());
+            };
+            // Out of L2P entries: retry after another size gave some back (each retry moves
+            // some subtable to a strictly larger chunk size, so this ends).
+            let short = self.l2p_shortage(size);
+            if short.is_empty() {
+                return Err(e);
+            }
+            for w in short {
+                if !self.make_l2p_room(ctx, w, size)? {
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Write the ways that lines entered or left since the last call into the CWT.
+    fn sync_cwt(&mut self, ctx: &mut PtContext) -> Result<()> {
+        for t in self.tables.iter_mut().flatten() {
+            let size = t.size();
+            for c in t.take_way_changes() {
+                self.cwt
+                    .line_moved(ctx, size, c.cluster, c.way, c.entered)?;
+            }
         }
         Ok(())
     }
@@ -243,27 +281,10 @@ impl HashedPageTable {
 
 impl PageTable for HashedPageTable {
     fn map(&mut self, ctx: &mut PtContext, vpn: Vpn, pfn: Pfn, size: PageSize) -> Result<()> {
-        let vpn = vpn.align_down(size);
-        // A table about to be created needs an L2P entry in every way.
-        for w in self.l2p_shortage(size) {
-            self.make_l2p_room(ctx, w, size)?;
-        }
-        loop {
-            let Err(e) = self.try_map(ctx, vpn, pfn, size) else {
-                return Ok(());
-            };
-            // Out of L2P entries: retry after another size gave some back (each retry moves
-            // some subtable to a strictly larger chunk size, so this ends).
-            let short = self.l2p_shortage(size);
-            if short.is_empty() {
-                return Err(e);
-            }
-            for w in short {
-                if !self.make_l2p_room(ctx, w, size)? {
-                    return Err(e);
-                }
-            }
-        }
+        let mapped = self.map_lines(ctx, vpn.align_down(size), pfn, size);
+        // Lines moved even if the mapping failed (cuckoo moves before the failure).
+        self.sync_cwt(ctx)?;
+        mapped
     }
 
     fn unmap(&mut self, ctx: &mut PtContext, vpn: Vpn, size: PageSize) -> Option<Pfn> {
@@ -274,6 +295,8 @@ impl PageTable for HashedPageTable {
         self.cwt
             .remove(ctx, vpn, size)
             .expect("CWT entries of a mapped page have their frame");
+        self.sync_cwt(ctx)
+            .expect("CWT entries of a mapped line have their frame");
         Some(pfn)
     }
 
