@@ -4,7 +4,7 @@ use crate::config::SimConfig;
 use crate::core::Core;
 use crate::error::{Error, Result};
 use crate::mem::{Hierarchy, Level, MemKind};
-use crate::mmu::Mmu;
+use crate::mmu::{Found, Mmu};
 use crate::os::Os;
 pub use crate::stats::Stats;
 use crate::stats::{
@@ -79,9 +79,13 @@ impl Simulation {
             rec.pid,
             rec.op,
             issue,
+            self.core.older_retired(),
             &mut self.os,
             &mut self.mem,
         )?;
+        if let Found::Fault { resume } = t.found {
+            self.core.refetch_from(resume);
+        }
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
         }

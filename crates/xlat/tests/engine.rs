@@ -549,3 +549,39 @@ fn champsim_and_lackey_traces_simulate_like_the_native_trace() {
     // gups has no dependences, so lackey (which drops them) simulates the same too.
     assert_eq!(a["summary"], c["summary"]);
 }
+
+#[test]
+fn page_faults_are_precise_exceptions_that_never_overlap() {
+    // First-touch GUPS: random updates, each to a new page at first. An out-of-order window
+    // would overlap the handlers of neighbouring faults; a precise exception drains the ROB
+    // first and refetches after, so the run lasts at least as long as all handlers together.
+    for scheme in ["radix", "perfect-tlb", "ecpt"] {
+        let cfg = config::load(
+            if scheme == "ecpt" {
+                "ecpt"
+            } else {
+                "baseline-radix"
+            },
+            &[
+                format!("scheme={scheme}"),
+                "workload.name=gups".into(),
+                "workload.table_bytes=268435456".into(),
+                "workload.populate=false".into(),
+                "workload.references=20000".into(),
+            ],
+        )
+        .unwrap();
+        let stats = Simulation::new(cfg)
+            .unwrap()
+            .run(&mut |_, _| Ok(()))
+            .unwrap();
+        let f = &stats.os.faults;
+        assert!(f.minor > 5_000, "{scheme}: {} faults", f.minor);
+        assert!(
+            stats.summary.cycles >= f.cycles,
+            "{scheme}: {} cycles for {} fault cycles",
+            stats.summary.cycles,
+            f.cycles
+        );
+    }
+}

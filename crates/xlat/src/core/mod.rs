@@ -72,6 +72,21 @@ impl Core {
         self.last_retire.max(self.dispatch_cycle)
     }
 
+    /// When every instruction dispatched before the current memory instruction has retired
+    /// (retirement is in order).
+    pub fn older_retired(&self) -> u64 {
+        self.last_retire
+    }
+
+    /// A precise exception (page fault) of the current memory instruction was handled until
+    /// `cycle`: the pipeline was flushed, and younger instructions dispatch from then on.
+    pub fn refetch_from(&mut self, cycle: u64) {
+        if cycle > self.dispatch_cycle {
+            self.dispatch_cycle = cycle;
+            self.dispatch_slots_used = 0;
+        }
+    }
+
     /// A lower bound on when instruction `k` retires: the retirement of the newest memory
     /// instruction at or before it (non-memory instructions retire right behind it).
     fn retire_of(&mut self, k: u64) -> u64 {

@@ -24,8 +24,12 @@ pub enum Found {
     L1,
     L2,
     Walk,
-    /// The walk found no mapping; the OS handled a page fault first.
-    Fault,
+    /// The walk found no mapping; the OS handled a page fault first. A fault is a precise
+    /// exception: the handler starts once every older instruction has retired, and the
+    /// younger ones are fetched again when it returns, at cycle `resume`.
+    Fault {
+        resume: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -166,14 +170,18 @@ impl Mmu {
         })
     }
 
-    /// Translate `va` of process `pid` for an access of kind `op` issued at cycle `now`.
+    /// Translate `va` of process `pid` for an access of kind `op` issued at cycle `now`;
+    /// every older instruction has retired by `older_retired` (when a page fault's handler
+    /// can start).
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub fn translate(
         &mut self,
         va: VirtAddr,
         pid: u16,
         op: Op,
         now: u64,
+        older_retired: u64,
         os: &mut Os,
         mem: &mut Hierarchy,
     ) -> Result<Translation> {
@@ -186,7 +194,7 @@ impl Mmu {
         };
         let mut latency = l1.latency;
         if let Scheme::PerfectTlb = self.scheme {
-            return Self::perfect(va, pid, latency, os, &mut self.counters);
+            return Self::perfect(va, pid, now, latency, older_retired, os, &mut self.counters);
         }
         if let Some((pfn, size)) = l1.lookup(va, asid) {
             return Ok(Translation {
@@ -213,7 +221,8 @@ impl Mmu {
             });
         }
         self.counters.l2_misses += 1;
-        let (pfn, size, walk_latency, faulted) = self.walk(va, pid, now + latency, os, mem)?;
+        let (pfn, size, walk_latency, resume) =
+            self.walk(va, pid, now + latency, older_retired, os, mem)?;
         latency += walk_latency;
         self.l2.fill(va, asid, pfn, size);
         let l1 = if op == Op::Ifetch {
@@ -222,7 +231,7 @@ impl Mmu {
             &mut self.l1
         };
         l1.fill(va, asid, pfn, size);
-        let found = if faulted { Found::Fault } else { Found::Walk };
+        let found = resume.map_or(Found::Walk, |resume| Found::Fault { resume });
         Ok(Translation {
             paddr: translate(va, pfn, size),
             size,
@@ -234,7 +243,9 @@ impl Mmu {
     fn perfect(
         va: VirtAddr,
         pid: u16,
+        now: u64,
         latency: u64,
+        older_retired: u64,
         os: &mut Os,
         c: &mut MmuCounters,
     ) -> Result<Translation> {
@@ -248,27 +259,30 @@ impl Mmu {
             None => {
                 let (pfn, size, fault_cycles) = os.fault(pid, va)?;
                 c.faults += 1;
-                let latency = latency + fault_cycles;
+                let resume = (now + latency).max(older_retired) + fault_cycles;
                 Ok(Translation {
                     paddr: translate(va, pfn, size),
                     size,
-                    latency,
-                    found: Found::Fault,
+                    latency: resume + latency - now,
+                    found: Found::Fault { resume },
                 })
             }
         }
     }
 
-    /// Walk on a free walker; on a fault let the OS map the page and walk again, as the
-    /// faulting instruction re-executes. Returns (frame, size, latency, faulted).
+    /// Walk on a free walker; on a fault let the OS map the page (once every older
+    /// instruction has retired, at `older_retired`) and walk again, as the faulting
+    /// instruction re-executes. Returns (frame, size, latency, the cycle the fault handler
+    /// returned if there was a fault).
     fn walk(
         &mut self,
         va: VirtAddr,
         pid: u16,
         ready: u64,
+        older_retired: u64,
         os: &mut Os,
         mem: &mut Hierarchy,
-    ) -> Result<(Pfn, PageSize, u64, bool)> {
+    ) -> Result<(Pfn, PageSize, u64, Option<u64>)> {
         // The earliest-free walker takes the walk.
         let (slot, &free_at) = self
             .walker_free_at
@@ -279,7 +293,7 @@ impl Mmu {
         let start = ready.max(free_at);
         self.counters.walker_queue_cycles += start - ready;
         let mut t = start;
-        let mut faulted = false;
+        let mut resume = None;
         for attempt in 0..2 {
             let found = Self::plan_walk(&mut self.scheme, va, pid, os, &mut self.plan)?;
             let lat = self.plan.execute(mem, t, self.entry, &mut self.walk_refs);
@@ -289,13 +303,13 @@ impl Mmu {
             match found {
                 Some((pfn, size)) => {
                     self.walker_free_at[slot] = t;
-                    return Ok((pfn, size, t - ready, faulted));
+                    return Ok((pfn, size, t - ready, resume));
                 }
                 None if attempt == 0 => {
                     let (_, _, fault_cycles) = os.fault(pid, va)?;
                     self.counters.faults += 1;
-                    t += fault_cycles;
-                    faulted = true;
+                    t = t.max(older_retired) + fault_cycles;
+                    resume = Some(t);
                     // The OS changed the Cuckoo Walk Tables: cached CWT entries may be stale.
                     if let Scheme::Hashed(w) = &mut self.scheme {
                         w.flush();
