@@ -236,7 +236,11 @@ register(
         workloads=WORKLOADS,
         references=REFERENCES,
         analyse=_analyse_walks,
-        notes=NOTES_COMMON,
+        notes=NOTES_COMMON + " An ECH walk reads the Cuckoo Walk Table entry on a CWC miss "
+        "(16 PMD-CWC entries cover 32 MiB) and then probes the one way it names for each page "
+        "size present, so it issues about as many requests as a Radix walk whose upper levels "
+        "hit the PWCs; its latency is not lower than Radix's because at our footprints the "
+        "radix PTEs mostly hit in the caches.",
     )
 )
 
