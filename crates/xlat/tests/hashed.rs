@@ -104,17 +104,70 @@ fn mehpt_needs_less_contiguity_and_less_page_table_memory_than_ecpt() {
 }
 
 #[test]
-fn ecpt_fails_cleanly_when_no_contiguous_block_is_left_and_mehpt_runs() {
-    let fragmented = [
-        "os.physmem.bytes=8589934592",
-        "os.physmem.fragmentation=0.95",
-        "workload.table_bytes=4294967296",
-        "workload.references=1000",
-    ];
-    let err = run(cfg("ecpt", &fragmented)).unwrap_err().to_string();
+fn ecpt_compacts_at_0_7_fmfi_fails_cleanly_above_and_mehpt_runs() {
+    let run_at = |preset: &str, fmfi: &str| {
+        run(cfg(
+            preset,
+            &[
+                "os.physmem.bytes=8589934592",
+                &format!("os.physmem.fragmentation={fmfi}"),
+                // Measured at 512 KiB blocks, so that hardly any 2 MiB block stays whole.
+                "os.physmem.fragmentation_order=7",
+                "workload.table_bytes=4294967296",
+                "workload.references=1000",
+            ],
+        ))
+    };
+    // ME-HPT §III: at 0.7 FMFI the ways' multi-MiB blocks are found by compaction (no free
+    // block that large is left after fragmentation).
+    let stats = run_at("ecpt", "0.7").unwrap();
+    let j = json(&stats);
+    let pm = &j["os"]["physmem"];
+    assert!(pm["compactions"].as_u64().unwrap() > 0, "{pm}");
+    assert!(pm["compaction_moves"].as_u64().unwrap() > 0, "{pm}");
+    assert!(
+        j["os"]["faults"]["migrated"].as_u64().unwrap() > 0,
+        "data pages moved too"
+    );
+    assert!(
+        j["os"]["pt"]["0"]["total"]["max_contiguous_bytes"]
+            .as_u64()
+            .unwrap()
+            >= 4 << 20
+    );
+    // Above the compaction limit the way cannot be allocated: a clean error.
+    let err = run_at("ecpt", "0.95").unwrap_err().to_string();
     assert!(err.contains("contiguous"), "{err}");
-    let stats = run(cfg("mehpt", &fragmented)).unwrap();
+    let stats = run_at("mehpt", "0.95").unwrap();
     assert_eq!(stats.verify.translations_checked, 1000);
+}
+
+#[test]
+fn pages_migrated_by_compaction_during_the_run_are_remapped_and_shot_down() {
+    // First touch on memory fragmented at 128 KiB blocks: growing the ways needs compaction,
+    // which migrates data pages already mapped; every translation is still verified.
+    let stats = run(cfg(
+        "ecpt",
+        &[
+            "os.physmem.bytes=2147483648",
+            "os.physmem.fragmentation=0.7",
+            "os.physmem.fragmentation_order=5",
+            "workload.table_bytes=1073741824",
+            "workload.populate=false",
+            "workload.references=400000",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(stats.verify.translations_checked, 400_000);
+    let j = json(&stats);
+    let migrated = j["os"]["faults"]["migrated"].as_u64().unwrap();
+    assert!(migrated > 0, "{}", j["os"]);
+    // Each migrated page was shot down.
+    assert!(
+        j["mmu"]["shootdowns"].as_u64().unwrap() >= migrated,
+        "{}",
+        j["mmu"]
+    );
 }
 
 #[test]

@@ -257,8 +257,12 @@ impl Mmu {
                 found: Found::L1,
             }),
             None => {
-                let (pfn, size, fault_cycles) = os.fault(pid, va)?;
+                let (_, _, fault_cycles) = os.fault(pid, va)?;
                 c.faults += 1;
+                // A perfect TLB caches nothing to shoot down; compaction may have moved even
+                // the new page, so take its final frame.
+                os.take_shootdowns();
+                let (pfn, size) = os.truth(pid, va).expect("the fault just mapped it");
                 let resume = (now + latency).max(older_retired) + fault_cycles;
                 Ok(Translation {
                     paddr: translate(va, pfn, size),
@@ -308,6 +312,9 @@ impl Mmu {
                 None if attempt == 0 => {
                     let (_, _, fault_cycles) = os.fault(pid, va)?;
                     self.counters.faults += 1;
+                    for (owner, vpn) in os.take_shootdowns() {
+                        self.shootdown(owner, &[(vpn, PageSize::Size4K)]);
+                    }
                     t = t.max(older_retired) + fault_cycles;
                     resume = Some(t);
                     // The OS changed the Cuckoo Walk Tables: cached CWT entries may be stale.

@@ -67,6 +67,9 @@ pub struct FaultStats {
     pub pt_alloc_cycles: u64,
     /// Pages mapped by pre-population at setup (not faults, not charged).
     pub populated: u64,
+    /// 4 KiB pages compaction migrated to make room for contiguous page-table blocks (each
+    /// remapped and shot down).
+    pub migrated: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -87,6 +90,8 @@ pub struct Os {
     /// Frames pinned by fragmentation injection ("other programs"), never freed.
     pinned: Vec<Pfn>,
     fmfi_initial: f64,
+    /// Pages whose mapping compaction changed, for the MMU to shoot down.
+    shootdowns: Vec<(u16, Vpn)>,
 }
 
 impl Os {
@@ -106,6 +111,13 @@ impl Os {
             cfg.physmem.fragmentation_order,
             &mut rng,
         );
+        // The pins stand for other programs' movable pages: contiguous page-table allocations
+        // may migrate them (`physmem::compaction`).
+        buddy.mark_movable(pinned.iter().copied());
+        buddy.set_compaction(Some(physmem::CompactionPolicy {
+            max_fmfi: cfg.physmem.compaction_max_fmfi,
+            fmfi_order: cfg.physmem.fragmentation_order,
+        }));
         let fmfi_initial = buddy.fmfi(cfg.physmem.fragmentation_order);
         Ok(Os {
             cfg: cfg.clone(),
@@ -117,6 +129,7 @@ impl Os {
             stats: OsStats::default(),
             pinned,
             fmfi_initial,
+            shootdowns: Vec::new(),
         })
     }
 
@@ -217,16 +230,50 @@ impl Os {
         let mut faults = std::mem::take(&mut self.stats.faults);
         let (p, mut ctx) = self.process_and_pt(pid)?;
         let mapped = p.fault(&mut ctx, va, thp, &mut faults);
-        let alloc_cycles = p.pt.take_alloc_cycles();
-        faults.pt_alloc_cycles += alloc_cycles;
+        let mut alloc_cycles = p.pt.take_alloc_cycles();
         self.stats.faults = faults;
         let (pfn, size) = mapped?;
+        alloc_cycles += self.remap_migrated()?;
+        self.stats.faults.pt_alloc_cycles += alloc_cycles;
         match size {
             PageSize::Size4K => self.stats.faults.mapped_4k += 1,
             PageSize::Size2M => self.stats.faults.mapped_2m += 1,
             PageSize::Size1G => self.stats.faults.mapped_1g += 1,
         }
         Ok((pfn, size, alloc_cycles))
+    }
+
+    /// Remap the pages compaction migrated (a remap can grow a table and compact again);
+    /// returns the page-table allocation cycles the remaps cost.
+    fn remap_migrated(&mut self) -> Result<u64> {
+        let mut cycles = 0;
+        loop {
+            let moves = self.buddy.take_moves();
+            if moves.is_empty() {
+                return Ok(cycles);
+            }
+            for (old, new) in moves {
+                // Frames without an owner are fragmentation pins: nothing maps them.
+                for p in &mut self.processes {
+                    let mut ctx = PtContext {
+                        store: &mut self.store,
+                        buddy: &mut self.buddy,
+                    };
+                    if let Some(vpn) = p.migrate(&mut ctx, old, new)? {
+                        cycles += p.pt.take_alloc_cycles();
+                        self.shootdowns.push((p.pid, vpn));
+                        self.stats.faults.migrated += 1;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pages whose mapping changed under the MMU since the last call (compaction migrated
+    /// them): their TLB entries must be shot down.
+    pub fn take_shootdowns(&mut self) -> Vec<(u16, Vpn)> {
+        std::mem::take(&mut self.shootdowns)
     }
 
     /// The ground-truth mapping of `va` in `pid`.
@@ -259,6 +306,10 @@ impl Os {
                 fmfi_initial: self.fmfi_initial,
                 fmfi: self.buddy.fmfi(order),
                 largest_free_order: self.buddy.largest_free_order(),
+                compactions: self.buddy.stats().compactions,
+                compaction_moves: self.buddy.stats().compaction_moves,
+                compactions_refused: self.buddy.stats().compactions_refused,
+                compactions_failed: self.buddy.stats().compactions_failed,
             },
         }
     }
@@ -287,4 +338,11 @@ pub struct PhysMemSnapshot {
     /// FMFI at the end of the run.
     pub fmfi: f64,
     pub largest_free_order: Option<u32>,
+    /// Since boot: contiguous allocations served by compaction, the movable frames they
+    /// migrated, and compactions refused (FMFI above `compaction_max_fmfi`) or failed (no range
+    /// free of frames that cannot move).
+    pub compactions: u64,
+    pub compaction_moves: u64,
+    pub compactions_refused: u64,
+    pub compactions_failed: u64,
 }

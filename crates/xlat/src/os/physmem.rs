@@ -12,6 +12,9 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
+mod compaction;
+pub use compaction::CompactionPolicy;
+
 /// The largest buddy order: 2^18 frames of 4 KiB = 1 GiB.
 pub const MAX_ORDER: u32 = 18;
 /// Number of orders, `0..=MAX_ORDER`.
@@ -25,6 +28,10 @@ fn default_fragmentation_order() -> u32 {
     9
 }
 
+fn default_compaction_max_fmfi() -> f64 {
+    0.75
+}
+
 /// Configuration of simulated physical memory (`os.physmem`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -36,6 +43,11 @@ pub struct PhysMemConfig {
     /// The order at which `fragmentation` is measured (9 = 2 MiB huge pages).
     #[serde(default = "default_fragmentation_order")]
     pub fragmentation_order: u32,
+    /// Contiguous page-table allocations may compact memory (migrating fragmentation pins)
+    /// while the FMFI at `fragmentation_order` is at most this (ME-HPT §III: at 0.7 a 64 MB
+    /// block can be had, above 0.7 it cannot).
+    #[serde(default = "default_compaction_max_fmfi")]
+    pub compaction_max_fmfi: f64,
 }
 
 impl PhysMemConfig {
@@ -72,6 +84,15 @@ impl PhysMemConfig {
                 ),
             ));
         }
+        if !(0.0..=1.0).contains(&self.compaction_max_fmfi) {
+            return Err(Error::config(
+                key("compaction_max_fmfi"),
+                format!(
+                    "must be an FMFI in [0, 1] (got {})",
+                    self.compaction_max_fmfi
+                ),
+            ));
+        }
         if !(1..=MAX_ORDER).contains(&self.fragmentation_order) {
             return Err(Error::config(
                 key("fragmentation_order"),
@@ -103,6 +124,13 @@ pub struct BuddyStats {
     pub splits: u64,
     /// Buddy merges (one per coalescing step).
     pub merges: u64,
+    /// Contiguous allocations served by compaction, and the frames they migrated.
+    pub compactions: u64,
+    pub compaction_moves: u64,
+    /// Compactions refused because memory was too fragmented, and those that found no range
+    /// free of frames that cannot move.
+    pub compactions_refused: u64,
+    pub compactions_failed: u64,
 }
 
 /// A binary buddy allocator over frames `0..total_frames`.
@@ -116,6 +144,11 @@ pub struct BuddyAllocator {
     total: u64,
     free_frames: u64,
     free: [BTreeSet<u64>; ORDERS],
+    /// Allocated frames compaction may migrate (see `compaction`).
+    movable: BTreeSet<u64>,
+    /// Migrations not yet taken by the OS (old frame, new frame).
+    moves: Vec<(Pfn, Pfn)>,
+    compaction: Option<CompactionPolicy>,
     stats: BuddyStats,
 }
 
@@ -147,6 +180,9 @@ impl BuddyAllocator {
             total: frames,
             free_frames: frames,
             free,
+            movable: BTreeSet::new(),
+            moves: Vec::new(),
+            compaction: None,
             stats: BuddyStats::default(),
         }
     }
@@ -519,6 +555,7 @@ mod tests {
             bytes,
             fragmentation,
             fragmentation_order: order,
+            compaction_max_fmfi: 0.75,
         }
     }
 
@@ -560,6 +597,9 @@ mod tests {
                 "os.physmem.fragmentation_order"
             );
         }
+        let mut c = cfg(64 * MIB, 0.5, 9);
+        c.compaction_max_fmfi = 1.5;
+        assert_eq!(config_key(c.validate(p)), "os.physmem.compaction_max_fmfi");
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub struct Process {
     /// any cannot take a huge page without splitting or collapsing (which we do not model).
     small_in_2m: FxHashMap<u64, u32>,
     small_in_1g: FxHashMap<u64, u32>,
+    /// Reverse map of the 4 KiB data pages, frame → page: the pages compaction may migrate.
+    frames: FxHashMap<u64, Vpn>,
 }
 
 impl Process {
@@ -60,6 +62,7 @@ impl Process {
             truth: Default::default(),
             small_in_2m: FxHashMap::default(),
             small_in_1g: FxHashMap::default(),
+            frames: FxHashMap::default(),
         }
     }
 
@@ -209,8 +212,28 @@ impl Process {
         }
         if size == PageSize::Size4K {
             *self.small_in_2m.entry(base.0 >> 9).or_default() += 1;
+            self.frames.insert(pfn.0, base);
+            ctx.buddy.mark_movable([pfn]);
         }
         Ok((pfn, size))
+    }
+
+    /// Compaction moved the frame `old` to `new`: if it held one of this process's pages,
+    /// remap the page (the caller shoots down its TLB entries) and return it.
+    pub(super) fn migrate(
+        &mut self,
+        ctx: &mut PtContext,
+        old: Pfn,
+        new: Pfn,
+    ) -> Result<Option<Vpn>> {
+        let Some(vpn) = self.frames.remove(&old.0) else {
+            return Ok(None);
+        };
+        self.pt.unmap(ctx, vpn, PageSize::Size4K);
+        self.pt.map(ctx, vpn, new, PageSize::Size4K)?;
+        self.truth[0].insert(vpn.0, new);
+        self.frames.insert(new.0, vpn);
+        Ok(Some(vpn))
     }
 
     pub(super) fn munmap(
@@ -244,6 +267,10 @@ impl Process {
                     .remove(&k)
                     .expect("key just listed");
                 self.pt.unmap(ctx, base, size);
+                if size == PageSize::Size4K {
+                    self.frames.remove(&pfn.0);
+                    ctx.buddy.unmark_movable(pfn);
+                }
                 ctx.buddy.free(pfn, size.order());
                 if size != PageSize::Size1G {
                     dec(&mut self.small_in_1g, base.0 >> 18);

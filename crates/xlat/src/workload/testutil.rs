@@ -17,6 +17,7 @@ pub fn os(mib: u64) -> Os {
             bytes: mib << 20,
             fragmentation: 0.0,
             fragmentation_order: 9,
+            compaction_max_fmfi: 0.75,
         },
     };
     Os::new(&cfg, crate::pt::Organisation::Radix { levels: 4 }, 1).unwrap()

@@ -194,10 +194,11 @@ impl Env<'_, '_> {
         let bytes = bytes.max(BASE_PAGE_BYTES);
         debug_assert!(bytes.is_power_of_two());
         let order = (bytes / BASE_PAGE_BYTES).trailing_zeros();
-        let Some(base) = self.ctx.buddy.alloc(order) else {
+        let Some(base) = self.ctx.buddy.alloc_contiguous(order) else {
             stats.failed_allocs += 1;
             return Err(Error::OutOfMemory(format!(
-                "{what}: no free contiguous {} block (order {order}) at FMFI {:.2}",
+                "{what}: no free contiguous {} block (order {order}), nor one compaction could \
+                 empty, at FMFI {:.2}",
                 human(bytes),
                 self.ctx.buddy.fmfi(order)
             )));
