@@ -19,7 +19,7 @@
 //! matches are not only the query's own origin. Queries are reads sampled from the reference with
 //! point substitutions.
 
-use super::emit::{Array, Emitter, SimHeap, Stop, ThreadedSource};
+use super::emit::{Array, Emitter, RecId, SimHeap, Stop, ThreadedSource};
 use super::kmer::{base_at, synth_genome};
 use crate::error::{Error, Result};
 use crate::os::{MapKind, Os};
@@ -425,7 +425,7 @@ impl Aligner {
         p: usize,
         s: usize,
         skip: usize,
-        probe: super::emit::RecId,
+        probe: RecId,
     ) -> std::result::Result<(usize, bool), Stop> {
         let suffix = &self.text[s..];
         let mut k = skip;
