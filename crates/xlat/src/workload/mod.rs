@@ -20,6 +20,7 @@ mod kmer;
 mod kvstore;
 mod lines;
 mod mix;
+mod mummer;
 mod skiplist;
 mod stream;
 mod sysbench;
@@ -37,6 +38,7 @@ pub use index::IndexConfig;
 pub use kmer::KmerConfig;
 pub use kvstore::KvConfig;
 pub use mix::MixConfig;
+pub use mummer::MummerConfig;
 pub use stream::{Stream, StreamConfig};
 pub use sysbench::SysbenchConfig;
 pub use xsbench::XsbenchConfig;
@@ -64,6 +66,7 @@ pub enum WorkloadConfig {
     #[serde(rename = "dlrm-sls")]
     DlrmSls(DlrmConfig),
     Kmer(KmerConfig),
+    Mummer(MummerConfig),
     Kvstore(KvConfig),
     #[serde(rename = "sysbench-mem")]
     SysbenchMem(SysbenchConfig),
@@ -131,6 +134,10 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "GenomicsBench k-mer counting: linear-probing hash table over a packed genome",
     ),
     (
+        "mummer",
+        "BioBench MUMmer: query reads matched by binary search over a genome's suffix array",
+    ),
+    (
         "kvstore",
         "memcached-like store: slab items, chained hash index, LRU; Zipf gets and sets",
     ),
@@ -193,6 +200,7 @@ impl WorkloadConfig {
             WorkloadConfig::BstExt(_) => "bst-ext",
             WorkloadConfig::DlrmSls(_) => "dlrm-sls",
             WorkloadConfig::Kmer(_) => "kmer",
+            WorkloadConfig::Mummer(_) => "mummer",
             WorkloadConfig::Kvstore(_) => "kvstore",
             WorkloadConfig::SysbenchMem(_) => "sysbench-mem",
             WorkloadConfig::Mix(_) => "mix",
@@ -221,6 +229,7 @@ impl WorkloadConfig {
             | WorkloadConfig::BstExt(c) => c.validate(path),
             WorkloadConfig::DlrmSls(d) => d.validate(path),
             WorkloadConfig::Kmer(k) => k.validate(path),
+            WorkloadConfig::Mummer(m) => m.validate(path),
             WorkloadConfig::Kvstore(k) => k.validate(path),
             WorkloadConfig::SysbenchMem(s) => s.validate(path),
             WorkloadConfig::Mix(m) => m.validate(path),
@@ -269,6 +278,7 @@ pub(crate) fn build_into(
         WorkloadConfig::BstExt(c) => Box::new(bst_ext::build(c, os, pid, seed)?),
         WorkloadConfig::DlrmSls(d) => Box::new(dlrm::build(d, os, pid, seed)?),
         WorkloadConfig::Kmer(k) => Box::new(kmer::build(k, os, pid, seed)?),
+        WorkloadConfig::Mummer(m) => Box::new(mummer::build(m, os, pid, seed)?),
         WorkloadConfig::Kvstore(k) => Box::new(kvstore::build(k, os, pid, seed)?),
         WorkloadConfig::SysbenchMem(s) => Box::new(sysbench::build(s, os, pid, seed)?),
         WorkloadConfig::Mix(_) => {
