@@ -105,7 +105,17 @@ impl ElasticTable {
         };
         for w in 0..t.p.ways {
             let gen = t.gen(w, 0, bits);
-            let storage = t.alloc_storage(env, w, bits, 0)?;
+            let storage = match t.alloc_storage(env, w, bits, 0) {
+                Ok(s) => s,
+                Err(e) => {
+                    // Give back the ways already allocated: the table is not created.
+                    for (v, way) in t.ways.iter().enumerate() {
+                        env.free_storage(&mut t.stats, &way.storage, v, size);
+                        env.l2p.set_used(v, size, 0)?;
+                    }
+                    return Err(e);
+                }
+            };
             t.ways.push(Way {
                 gen,
                 storage,
@@ -596,7 +606,12 @@ impl ElasticTable {
         }
         let end = first + count;
         if end > env.l2p.used(w, self.size) {
-            env.l2p.set_used(w, self.size, end)?;
+            if let Err(e) = env.l2p.set_used(w, self.size, end) {
+                for p in got {
+                    env.free_block(&mut self.stats, p, chunk);
+                }
+                return Err(e);
+            }
         }
         for (k, p) in got.into_iter().enumerate() {
             env.l2p.set_entry(w, self.size, first + k, Some(p));
