@@ -16,6 +16,7 @@
 use super::dist::{mix64, Scatter, Zipf};
 use super::emit::{Array, Emitter, RecId, SimHeap, Stop, ThreadedSource};
 use super::lines::line_pieces;
+use super::nonzero;
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{MapKind, Os};
@@ -109,12 +110,7 @@ impl KvConfig {
                 format!("must be between 1 and 250, got {}", self.key_bytes),
             ));
         }
-        if self.value_min == 0 {
-            return Err(Error::config(
-                format!("{path}.value_min"),
-                "must be greater than 0",
-            ));
-        }
+        nonzero(format!("{path}.value_min"), self.value_min)?;
         if self.value_max < self.value_min || item_bytes(self.key_bytes, self.value_max) > SLAB_PAGE
         {
             return Err(Error::config(

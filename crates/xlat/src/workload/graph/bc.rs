@@ -5,10 +5,11 @@
 //! `sources` roots the scores are zeroed and a new batch of roots starts.
 
 use super::{kernel_config, start, Access, Emit, Graph, GraphSource, Setup};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::os::Os;
 use crate::rng::Rng;
 use crate::workload::emit::{Array, Emitter, ThreadedSource};
+use crate::workload::nonzero;
 
 kernel_config! {
     /// `[workload] name = "bc"`.
@@ -46,13 +47,7 @@ impl Props {
 impl BcConfig {
     pub fn validate(&self, path: &str) -> Result<()> {
         self.keys().validate(path)?;
-        if self.sources == 0 {
-            return Err(Error::config(
-                format!("{path}.sources"),
-                "must be greater than 0",
-            ));
-        }
-        Ok(())
+        nonzero(format!("{path}.sources"), self.sources as u64)
     }
 
     pub fn build(&self, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {

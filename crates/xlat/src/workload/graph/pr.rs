@@ -5,9 +5,10 @@
 //! restarts.
 
 use super::{kernel_config, start, Access, Emit, Graph, GraphSource, Setup};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::os::Os;
 use crate::workload::emit::{Array, Emitter, ThreadedSource};
+use crate::workload::nonzero;
 
 /// The damping factor of the original PageRank paper and of GraphBIG/GAP.
 const DAMPING: f64 = 0.85;
@@ -39,13 +40,7 @@ impl Props {
 impl PrConfig {
     pub fn validate(&self, path: &str) -> Result<()> {
         self.keys().validate(path)?;
-        if self.iterations == 0 {
-            return Err(Error::config(
-                format!("{path}.iterations"),
-                "must be greater than 0",
-            ));
-        }
-        Ok(())
+        nonzero(format!("{path}.iterations"), self.iterations as u64)
     }
 
     pub fn build(&self, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
