@@ -23,7 +23,7 @@
 //! trades entry size for exact masks under random (or weighted) way choice, and the section
 //! size is configurable down to one mask per region.
 
-use super::entry::PTES_PER_LINE;
+use super::entry::{cluster_of, page_vpn, PTES_PER_LINE};
 use crate::addr::{PageSize, Pfn, PhysAddr, Vpn};
 use crate::error::Result;
 use crate::pt::store::PtStore;
@@ -236,6 +236,14 @@ impl Cwt {
         FIRST_FIELD_BIT + k * self.ways as u64
     }
 
+    /// The group whose lines share a way mask: a 4 KiB section, or a 2 MiB or 1 GiB line.
+    fn group(&self, size: PageSize, cluster: u64) -> u64 {
+        match size {
+            PageSize::Size4K => cluster >> self.section_shift,
+            _ => cluster,
+        }
+    }
+
     /// The 4 KiB section (within its 2 MiB region) of the line `cluster`.
     fn section(&self, cluster: u64) -> u64 {
         (cluster % LINES_PER_2M) >> self.section_shift
@@ -286,11 +294,7 @@ impl Cwt {
         way: usize,
         entered: bool,
     ) -> Result<()> {
-        let group = match size {
-            PageSize::Size4K => cluster >> self.section_shift,
-            _ => cluster,
-        };
-        let key = (size.index(), group);
+        let key = (size.index(), self.group(size, cluster));
         let counts = self.lines.entry(key).or_default();
         let before = mask_of(counts);
         if entered {
@@ -342,7 +346,7 @@ impl Cwt {
 
     /// Decode what the PMD-CWT entry `raw` of `vpn`'s region says about `vpn`.
     pub fn pmd_view(&self, raw: &RawEntry, vpn: Vpn) -> PmdView {
-        let cluster = vpn.0 / PTES_PER_LINE;
+        let cluster = cluster_of(vpn, PageSize::Size4K);
         PmdView {
             sizes: SizeSet::from_bits(field(raw, 0, 8) as u8),
             ways_2m: field(raw, self.field_bit(0), self.ways) as WayMask,
@@ -361,11 +365,7 @@ impl Cwt {
     /// The ways holding the lines an entry names for a `size` page at `vpn` (the OS's
     /// bookkeeping, against which the stored masks are checked).
     pub fn ways_holding(&self, size: PageSize, vpn: Vpn) -> WayMask {
-        let cluster = (vpn.0 >> size.order()) / PTES_PER_LINE;
-        let group = match size {
-            PageSize::Size4K => cluster >> self.section_shift,
-            _ => cluster,
-        };
+        let group = self.group(size, cluster_of(vpn, size));
         self.lines.get(&(size.index(), group)).map_or(0, mask_of)
     }
 
@@ -379,11 +379,7 @@ impl Cwt {
     ) -> std::result::Result<(), String> {
         let mut counts: FxHashMap<u64, [u32; MAX_WAYS]> = FxHashMap::default();
         for &(way, cluster) in live {
-            let group = match size {
-                PageSize::Size4K => cluster >> self.section_shift,
-                _ => cluster,
-            };
-            counts.entry(group).or_default()[way] += 1;
+            counts.entry(self.group(size, cluster)).or_default()[way] += 1;
         }
         let kept = self.lines.keys().filter(|k| k.0 == size.index()).count();
         if kept != counts.len() {
@@ -400,7 +396,7 @@ impl Cwt {
             }
         }
         for &(way, cluster) in live {
-            let vpn = Vpn((cluster * PTES_PER_LINE) << size.order());
+            let vpn = page_vpn(cluster, 0, size);
             let stored = match size {
                 PageSize::Size1G => self
                     .pud_entry(store, vpn)
