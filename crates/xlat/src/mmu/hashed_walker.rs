@@ -82,14 +82,14 @@ impl Cwc {
         }
     }
 
-    /// The region's CWT entry: from the cache, or read from memory (pushing the read into
-    /// `plan`; an entry never written reads as empty) and filled.
+    /// The region's CWT entry: from the cache, or read from memory by `memory` only on a miss
+    /// (pushing the read into `plan`; an entry never written reads as empty) and filled.
     fn entry(
         &mut self,
         region: u64,
         asid: u16,
         plan: &mut WalkPlan,
-        memory: Option<(crate::addr::PhysAddr, RawEntry)>,
+        memory: impl FnOnce() -> Option<(crate::addr::PhysAddr, RawEntry)>,
     ) -> RawEntry {
         let tag = (region << 16) | asid as u64;
         if let Some(array) = &mut self.array {
@@ -99,7 +99,7 @@ impl Cwc {
             }
         }
         self.stats.misses += 1;
-        let raw = match memory {
+        let raw = match memory() {
             Some((addr, raw)) => {
                 plan.push(addr, MemKind::CWT, 0);
                 raw
@@ -158,12 +158,12 @@ impl HashedWalker {
         let cwt = pt.cwt();
         let raw = self
             .pud_cwc
-            .entry(vpn.0 >> 18, asid, plan, cwt.pud_entry(store, vpn));
+            .entry(vpn.0 >> 18, asid, plan, || cwt.pud_entry(store, vpn));
         let pud = cwt.pud_view(&raw);
         let pmd = if pud.sizes.contains(PageSize::Size4K) || pud.sizes.contains(PageSize::Size2M) {
             let raw = self
                 .pmd_cwc
-                .entry(vpn.0 >> 9, asid, plan, cwt.pmd_entry(store, vpn));
+                .entry(vpn.0 >> 9, asid, plan, || cwt.pmd_entry(store, vpn));
             cwt.pmd_view(&raw, vpn)
         } else {
             Default::default()
