@@ -10,13 +10,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 import xlat
 from xlat.results import load, query
-from xlat.sweep import plan, sweep
+from xlat.sweep import plan, run_id, sweep
 
 pytestmark = pytest.mark.engine
 
@@ -146,6 +147,29 @@ def test_sweep_killed_midway_resumes_and_runs_everything_exactly_once(tmp_path: 
 
 def test_dask_backend_retries_the_run_of_a_killed_worker(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
+    # One point is ~500 times longer than the others: the worker that runs it is killed while
+    # that run is provably in progress (from its own event loop, which is what would report
+    # the run finished), so the run can only have finished on another worker.
+    references = [20_000, 30_000, 40_000, 10_000_000]
+    grid = {"workload.references": references}
+    core = xlat.api.engine()
+    (long_spec,) = [
+        s
+        for s in plan("baseline-radix", grid, GUPS, overrides=TINY)
+        if dict(s.params)["workload.references"] == references[-1]
+    ]
+    long_rid = run_id(
+        core.resolve(long_spec.system, list(long_spec.overrides), None), core.__version__
+    )
+    long_key = f"xlat-run-{long_rid}"  # the task key the dask backend gives a run
+
+    def kill_if_executing(dask_worker) -> str | None:
+        """Runs in a worker's event loop: kill the worker if it is running the long run."""
+        task = dask_worker.state.tasks.get(long_key)
+        if task is not None and task.state == "executing":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return None if task is None else task.state
+
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     )
@@ -153,39 +177,52 @@ def test_dask_backend_retries_the_run_of_a_killed_worker(tmp_path: Path) -> None
     try:
         pids = client.run(os.getpid)
         out = tmp_path / "s"
-        done: dict = {}
+        outcome: dict = {}
+        stored: Counter = Counter()
 
         def run_sweep() -> None:
-            done["result"] = sweep(
-                "baseline-radix",
-                {"mmu.walkers": [1, 2, 3, 4]},
-                GUPS,
-                out=out,
-                overrides={**TINY, "workload.references": 1_500_000},
-                backend="dask",
-                scheduler=cluster.scheduler_address,
-                progress=False,
-            )
+            try:
+                outcome["result"] = sweep(
+                    "baseline-radix",
+                    grid,
+                    GUPS,
+                    out=out,
+                    overrides=TINY,
+                    backend="dask",
+                    scheduler=cluster.scheduler_address,
+                    progress=False,
+                    on_result=lambda rid, _: stored.update([rid]),
+                )
+            except BaseException as exc:  # re-raised by the test below
+                outcome["error"] = exc
 
         thread = threading.Thread(target=run_sweep)
         thread.start()
         killed_pid = None
         deadline = time.monotonic() + 120
-        while killed_pid is None and time.monotonic() < deadline:
+        while killed_pid is None and thread.is_alive() and time.monotonic() < deadline:
             for address, keys in client.processing().items():
-                if keys and address in pids:
-                    killed_pid = pids[address]
-                    time.sleep(0.3)  # let it get into the simulation
-                    os.kill(killed_pid, signal.SIGKILL)
+                if long_key in keys:
+                    reply = client.run(kill_if_executing, workers=[address], on_error="return")
+                    if isinstance(reply.get(address), Exception):  # it died answering
+                        killed_pid = pids[address]
                     break
-            time.sleep(0.05)
+            time.sleep(0.02)
         thread.join(timeout=300)
-        assert killed_pid is not None, "no task was ever seen running"
-        result = done["result"]
+        assert not thread.is_alive(), "the sweep did not finish"
+        if "error" in outcome:
+            raise outcome["error"]
+        assert killed_pid is not None, "the long run was never seen executing"
+        result = outcome["result"]
         assert result.failed == [], result.failed
+        assert long_rid in result.run_ids and len(result.run_ids) == 4
+        assert stored == dict.fromkeys(result.run_ids, 1)  # every run stored exactly once
         records = run_records(out)
-        assert len(records) == 4 and all(r["status"] == "ok" for r in records.values())
-        assert all(not r["worker"].endswith(f":{killed_pid}") for r in records.values())
+        assert set(records) == set(result.run_ids)
+        assert all(r["status"] == "ok" for r in records.values())
+        # The long run was re-run elsewhere: its record names a worker that is not the one
+        # killed (the nanny restarts the killed worker under a new pid).
+        assert not records[long_rid]["worker"].endswith(f":{killed_pid}"), records[long_rid]
     finally:
         client.close()
         cluster.close()
