@@ -1,0 +1,106 @@
+//! The engine's results do not drift: for the four Phase-1 schemes, every built-in workload at a
+//! fixed seed and size gives the statistics recorded in `tests/golden/stats.txt`.
+//!
+//! Each line there is `scheme workload hash`, the hash being FNV-1a over the run's flattened
+//! statistics (`path=value` lines, sorted). Statistics that were added after the file was
+//! recorded are left out by [`ADDED_SINCE_RECORDED`], so a new counter does not hide a changed
+//! old one. A change that is meant to alter results re-records the file with
+//! `XLAT_BLESS=1 cargo test --test golden_stats` and says why in its commit.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+const SCHEMES: &[&str] = &["baseline-radix", "perfect-tlb", "ecpt", "mehpt"];
+const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/stats.txt");
+const REFS: u64 = 20_000;
+
+/// Stats paths (prefixes) that did not exist when the golden file was recorded.
+const ADDED_SINCE_RECORDED: &[&str] = &[];
+
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&path, v, out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                flatten(&format!("{prefix}[{i}]"), v, out);
+            }
+        }
+        leaf => out.push(format!("{prefix}={leaf}")),
+    }
+}
+
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+fn run_hash(scheme: &str, workload: &str) -> u64 {
+    let ov = vec![
+        format!("workload.name={workload}"),
+        format!("workload.references={REFS}"),
+        "workload.populate=false".to_string(),
+        "os.physmem.bytes=4294967296".to_string(),
+        "seed=7".to_string(),
+    ];
+    let cfg = xlat::config::load(scheme, &ov).unwrap_or_else(|e| panic!("{scheme}: {e}"));
+    let stats = xlat::Simulation::new(cfg)
+        .and_then(|mut s| s.run(&mut |_, _| Ok(())))
+        .unwrap_or_else(|e| panic!("{scheme} {workload}: {e}"));
+    let tree: serde_json::Value = serde_json::from_str(&stats.to_json()).unwrap();
+    let mut lines = Vec::new();
+    flatten("", &tree, &mut lines);
+    lines.retain(|l| !ADDED_SINCE_RECORDED.iter().any(|p| l.starts_with(p)));
+    lines.sort();
+    fnv1a(&lines.join("\n"))
+}
+
+fn current() -> BTreeMap<(String, String), u64> {
+    let mut all = BTreeMap::new();
+    for scheme in SCHEMES {
+        for (workload, _) in xlat::workload::WORKLOADS {
+            let h = run_hash(scheme, workload);
+            all.insert((scheme.to_string(), workload.to_string()), h);
+        }
+    }
+    all
+}
+
+#[test]
+fn phase1_schemes_give_the_recorded_stats_on_every_workload() {
+    let now = current();
+    if std::env::var_os("XLAT_BLESS").is_some() {
+        let mut text = String::from("# scheme workload fnv1a-of-flattened-stats (golden_stats.rs)\n");
+        for ((s, w), h) in &now {
+            writeln!(text, "{s} {w} {h:016x}").unwrap();
+        }
+        std::fs::create_dir_all(std::path::Path::new(GOLDEN).parent().unwrap()).unwrap();
+        std::fs::write(GOLDEN, text).unwrap();
+        return;
+    }
+    let recorded = std::fs::read_to_string(GOLDEN).expect("tests/golden/stats.txt");
+    let mut differ = Vec::new();
+    let mut seen = 0;
+    for line in recorded.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let key = (f[0].to_string(), f[1].to_string());
+        let want = u64::from_str_radix(f[2], 16).unwrap();
+        seen += 1;
+        match now.get(&key) {
+            Some(&got) if got == want => {}
+            Some(&got) => differ.push(format!("{} {}: {got:016x} != {want:016x}", f[0], f[1])),
+            None => differ.push(format!("{} {}: no longer runs", f[0], f[1])),
+        }
+    }
+    assert_eq!(seen, now.len(), "golden file and workload list differ");
+    assert!(differ.is_empty(), "stats changed:\n{}", differ.join("\n"));
+}
