@@ -37,7 +37,7 @@ def run_records(out: Path) -> dict[str, dict]:
 def test_plan_is_the_cartesian_product_in_a_stable_order() -> None:
     specs = plan(
         ["baseline-radix", "perfect-tlb"],
-        {"mmu.walkers": [1, 2], "mmu.pwc.latency": [2, 4]},
+        {"mmu.walkers": [1, 2], "schemes.radix.pwc.latency": [2, 4]},
         ["gups", "stream"],
         seeds=[1, 2],
     )

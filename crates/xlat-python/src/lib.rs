@@ -162,7 +162,7 @@ fn preset_text(name: &str) -> PyResult<&'static str> {
 /// `[(name, description)]` of the registered translation schemes.
 #[pyfunction]
 fn schemes() -> Vec<(&'static str, &'static str)> {
-    xlat::mmu::scheme::SCHEMES.to_vec()
+    xlat::schemes::SCHEMES.to_vec()
 }
 
 /// `[(name, description)]` of the built-in workloads.

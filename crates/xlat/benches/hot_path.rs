@@ -4,13 +4,13 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 use xlat::addr::{PageSize, Pfn, VirtAddr};
-use xlat::config;
 use xlat::mmu::tlb::Tlb;
+use xlat::schemes::radix::Radix;
+use xlat::sim::system::System;
 use xlat::trace::Record;
-use xlat::Simulation;
 
 fn tlb_lookup(c: &mut Criterion) {
-    let cfg = config::load("baseline-radix", &[]).unwrap();
+    let cfg = xlat::SimConfig::load("baseline-radix", &[]).unwrap();
     let mut tlb = Tlb::new(&cfg.mmu.l2tlb["unified"]);
     for p in 0..1536u64 {
         tlb.insert(VirtAddr(p << 12), 0, Pfn(p), PageSize::Size4K);
@@ -26,7 +26,7 @@ fn tlb_lookup(c: &mut Criterion) {
 
 fn full_reference(c: &mut Criterion) {
     for workload in ["gups", "stream"] {
-        let cfg = config::load(
+        let cfg = xlat::SimConfig::load(
             "baseline-radix",
             &[
                 format!("workload.name={workload}"),
@@ -34,10 +34,15 @@ fn full_reference(c: &mut Criterion) {
             ],
         )
         .unwrap();
-        let mut sim = Simulation::new(cfg.clone()).unwrap();
-        // A separate generator instance feeds the same process layout (pid 0, same mmaps).
-        let mut os = xlat::os::Os::for_config(&cfg).unwrap();
-        let mut source = xlat::workload::build(&cfg.workload, &mut os, cfg.seed).unwrap();
+        // The system itself (static dispatch, as the run loop has), fed by a separate
+        // generator instance with the same process layout (pid 0, same mmaps).
+        let (generator, seed) = (cfg.workload.clone(), cfg.seed);
+        let mut sim = System::<Radix>::new(cfg.clone(), |os| {
+            xlat::workload::build(&generator, os, seed)
+        })
+        .unwrap();
+        let mut os = xlat::sim::boot_os(&cfg).unwrap();
+        let mut source = xlat::workload::build(&cfg.workload, os.as_mut(), cfg.seed).unwrap();
         let mut buf: Vec<Record> = Vec::with_capacity(4096);
         let mut at = 0;
         c.bench_function(&format!("reference_{workload}"), |b| {

@@ -1,8 +1,8 @@
 //! One-call entry points used by the CLI, the Python bindings and tests: resolve a config, run
 //! it, and store the results.
 
-use crate::config::{self, SimConfig};
 use crate::error::{Error, Result};
+use crate::sim::SimConfig;
 use crate::sim::{Simulation, Stats};
 use serde::Serialize;
 use std::path::Path;
@@ -16,7 +16,7 @@ pub fn resolve(spec: &str, overrides: &[String], trace: Option<&Path>) -> Result
         ov.push("workload.name=trace".into());
         ov.push(format!("workload.path={path}"));
     }
-    config::load(spec, &ov)
+    SimConfig::load(spec, &ov)
 }
 
 /// Run `cfg`. If `out` is given, write `stats.json` and `config.toml` there (atomically: a
@@ -97,7 +97,7 @@ fn bench_config(system: &str, workload: &str, references: u64) -> Result<SimConf
         format!("workload.name={workload}"),
         format!("workload.references={references}"),
     ];
-    config::load(system, &ov)
+    SimConfig::load(system, &ov)
 }
 
 /// Simulated references per second of `workload` on `system` (a preset or config file;
@@ -122,8 +122,8 @@ pub fn record(
     out: &Path,
     progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
 ) -> Result<u64> {
-    let mut os = crate::os::Os::for_config(cfg)?;
-    let mut source = crate::workload::build(&cfg.workload, &mut os, cfg.seed)?;
+    let mut os = crate::sim::boot_os(cfg)?;
+    let mut source = crate::workload::build(&cfg.workload, os.as_mut(), cfg.seed)?;
     let mut meta = serde_json::Map::new();
     meta.insert("workload".into(), cfg.workload.name().into());
     let params = serde_json::to_value(&cfg.workload).expect("workload config serialises");
@@ -151,8 +151,8 @@ pub fn record(
 /// same way as [`bench`], to compare with it: generation must never be the bottleneck.
 pub fn bench_generator(workload: &str, references: u64) -> Result<BenchResult> {
     let cfg = bench_config("baseline-radix", workload, references)?;
-    let mut os = crate::os::Os::for_config(&cfg)?;
-    let mut source = crate::workload::build(&cfg.workload, &mut os, cfg.seed)?;
+    let mut os = crate::sim::boot_os(&cfg)?;
+    let mut source = crate::workload::build(&cfg.workload, os.as_mut(), cfg.seed)?;
     let mut buf = Vec::with_capacity(4096);
     let mut clock = StreamClock::new();
     let mut n = 0u64;
@@ -183,9 +183,9 @@ pub struct WorkloadInfo {
 pub fn workloads() -> Result<Vec<WorkloadInfo>> {
     let mut out = Vec::new();
     for (name, description) in crate::workload::WORKLOADS {
-        let defaults_cfg = config::load("baseline-radix", &[format!("workload.name={name}")])?;
+        let defaults_cfg = SimConfig::load("baseline-radix", &[format!("workload.name={name}")])?;
         // Building without populating allocates the VMAs but maps nothing: cheap at any size.
-        let cfg = config::load(
+        let cfg = SimConfig::load(
             "baseline-radix",
             &[
                 format!("workload.name={name}"),
@@ -193,15 +193,16 @@ pub fn workloads() -> Result<Vec<WorkloadInfo>> {
                 "os.physmem.fragmentation=0.0".into(),
             ],
         )?;
-        let mut os = crate::os::Os::for_config(&cfg)?;
-        drop(crate::workload::build(&cfg.workload, &mut os, cfg.seed)?);
+        let mut os = crate::sim::boot_os(&cfg)?;
+        drop(crate::workload::build(
+            &cfg.workload,
+            os.as_mut(),
+            cfg.seed,
+        )?);
         let footprint_bytes = (0..os.processes())
-            .filter_map(|pid| os.process(pid as u16).ok())
-            .flat_map(|p| {
-                p.vmas()
-                    .map(|v| (v.end.0 - v.start.0) * 4096)
-                    .collect::<Vec<_>>()
-            })
+            .filter_map(|pid| os.vmas(pid as u16).ok())
+            .flatten()
+            .map(|v| (v.end.0 - v.start.0) * 4096)
             .sum();
         let mut table = toml::Table::new();
         table.insert(

@@ -4,16 +4,17 @@
 use std::collections::VecDeque;
 use xlat::addr::{PageSize, VirtAddr};
 use xlat::assoc::Replacement;
-use xlat::config::{self, CacheConfig, TlbConfig};
 use xlat::mem::cache::Cache;
+use xlat::mem::cache::CacheConfig;
 use xlat::mem::MemKind;
-use xlat::mmu::radix_walker::RadixWalker;
+use xlat::mmu::config::TlbConfig;
 use xlat::mmu::tlb::Tlb;
 use xlat::mmu::walk::WalkPlan;
 use xlat::os::{MapKind, Os};
 use xlat::pt::radix::RadixPageTable;
 use xlat::rng::Rng;
-use xlat::Simulation;
+use xlat::schemes::radix::{Radix, RadixWalker};
+use xlat::{SimConfig, Simulation};
 
 fn small(extra: &[&str]) -> xlat::SimConfig {
     let mut ov: Vec<String> = vec![
@@ -23,21 +24,19 @@ fn small(extra: &[&str]) -> xlat::SimConfig {
         "workload.references=200000".into(),
     ];
     ov.extend(extra.iter().map(|s| s.to_string()));
-    config::load("baseline-radix", &ov).unwrap()
+    SimConfig::load("baseline-radix", &ov).unwrap()
 }
 
-fn os_for(cfg: &xlat::SimConfig) -> Os {
-    Os::for_config(cfg).unwrap()
+fn os_for(cfg: &xlat::SimConfig) -> Os<RadixPageTable> {
+    xlat::sim::system::boot_os::<Radix>(cfg).unwrap()
 }
 
-fn walk_refs(walker: &mut RadixWalker, os: &Os, va: VirtAddr) -> (usize, Option<PageSize>) {
-    let pt = os
-        .process(0)
-        .unwrap()
-        .pt
-        .as_any()
-        .downcast_ref::<RadixPageTable>()
-        .unwrap();
+fn walk_refs(
+    walker: &mut RadixWalker,
+    os: &Os<RadixPageTable>,
+    va: VirtAddr,
+) -> (usize, Option<PageSize>) {
+    let pt = &os.process(0).unwrap().pt;
     let mut plan = WalkPlan::default();
     let found = walker.plan(va, 0, pt, &os.store, &mut plan);
     (plan.refs().len(), found.map(|f| f.1))
@@ -54,7 +53,7 @@ fn cold_walks_read_one_entry_per_level_and_pwc_hits_skip_levels() {
     assert_eq!(os.fault(pid, small_region).unwrap().1, PageSize::Size4K);
     assert_eq!(os.fault(pid, thp_region).unwrap().1, PageSize::Size2M);
     assert_eq!(os.fault(pid, giant).unwrap().1, PageSize::Size1G);
-    let none = |_: ()| RadixWalker::new(&cfg.mmu.pwc);
+    let none = |_: ()| RadixWalker::new(&cfg.schemes.radix.pwc);
     // Cold PWCs: 4 KiB reads 4 entries, 2 MiB 3, 1 GiB 2.
     assert_eq!(
         walk_refs(&mut none(()), &os, small_region),
@@ -69,7 +68,7 @@ fn cold_walks_read_one_entry_per_level_and_pwc_hits_skip_levels() {
         (2, Some(PageSize::Size1G))
     );
     // Warm PWCs: the second page of the 4 KiB region hits the PD-entry cache: one reference.
-    let mut w = RadixWalker::new(&cfg.mmu.pwc);
+    let mut w = RadixWalker::new(&cfg.schemes.radix.pwc);
     walk_refs(&mut w, &os, small_region);
     os.fault(pid, VirtAddr(small_region.0 + 4096)).unwrap();
     assert_eq!(
@@ -85,7 +84,7 @@ fn cold_walks_read_one_entry_per_level_and_pwc_hits_skip_levels() {
     assert_eq!(w.pwc_stats[0].hits, 1);
     // Unmapped address: the walk stops at the first non-present entry.
     let (n, found) = walk_refs(
-        &mut RadixWalker::new(&cfg.mmu.pwc),
+        &mut RadixWalker::new(&cfg.schemes.radix.pwc),
         &os,
         VirtAddr(0x10_0000_0000),
     );
@@ -94,13 +93,13 @@ fn cold_walks_read_one_entry_per_level_and_pwc_hits_skip_levels() {
 
 #[test]
 fn five_level_cold_walk_reads_five_entries() {
-    let cfg = small(&["pt.levels=5"]);
+    let cfg = small(&["schemes.radix.levels=5"]);
     let mut os = os_for(&cfg);
     let pid = os.spawn().unwrap();
     let va = os.mmap(pid, 4096, MapKind::Anon).unwrap();
     os.fault(pid, va).unwrap();
     assert_eq!(
-        walk_refs(&mut RadixWalker::new(&cfg.mmu.pwc), &os, va),
+        walk_refs(&mut RadixWalker::new(&cfg.schemes.radix.pwc), &os, va),
         (5, Some(PageSize::Size4K))
     );
 }
@@ -273,7 +272,10 @@ fn munmap_with_shootdown_leaves_no_stale_translation() {
     for shootdown in [true, false] {
         let mut sim = Simulation::new(small(&["sim.verify=true"])).unwrap();
         let pid = 0;
-        let va = sim.os.mmap(pid, 1 << 20, MapKind::Anon).unwrap();
+        let va = sim
+            .address_spaces()
+            .mmap(pid, 1 << 20, MapKind::Anon)
+            .unwrap();
         let rec = xlat::trace::Record {
             vaddr: va,
             pid,
@@ -281,10 +283,10 @@ fn munmap_with_shootdown_leaves_no_stale_translation() {
             ..Default::default()
         };
         sim.step(&rec).unwrap();
-        let gone = sim.os.munmap(pid, va, 1 << 20).unwrap();
+        let gone = sim.address_spaces().munmap(pid, va, 1 << 20).unwrap();
         assert_eq!(gone.len(), 1);
         if shootdown {
-            sim.mmu.shootdown(pid, &gone);
+            sim.shootdown(pid, &gone);
         }
         let e = sim.step(&rec).unwrap_err().to_string();
         if shootdown {
@@ -443,7 +445,7 @@ fn replaying_a_recorded_workload_gives_identical_results() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gups.xtr");
     // Record: the generator's records, written to a trace.
-    let mut os = Os::for_config(&gen_cfg).unwrap();
+    let mut os = os_for(&gen_cfg);
     let mut source = xlat::workload::build(&gen_cfg.workload, &mut os, gen_cfg.seed).unwrap();
     let mut meta = serde_json::Map::new();
     meta.insert("workload".into(), "gups".into());
@@ -556,7 +558,7 @@ fn page_faults_are_precise_exceptions_that_never_overlap() {
     // would overlap the handlers of neighbouring faults; a precise exception drains the ROB
     // first and refetches after, so the run lasts at least as long as all handlers together.
     for scheme in ["radix", "perfect-tlb", "ecpt"] {
-        let cfg = config::load(
+        let cfg = SimConfig::load(
             if scheme == "ecpt" {
                 "ecpt"
             } else {

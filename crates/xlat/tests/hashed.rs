@@ -1,7 +1,7 @@
 //! End-to-end checks of the hashed page-table schemes (ECPT, ME-HPT) in the engine: every
 //! translation verified, walks of one parallel step, the cost of contiguity, failures.
 
-use xlat::{config, Simulation};
+use xlat::{SimConfig, Simulation};
 
 fn cfg(preset: &str, extra: &[&str]) -> xlat::SimConfig {
     let mut ov: Vec<String> = vec![
@@ -13,7 +13,7 @@ fn cfg(preset: &str, extra: &[&str]) -> xlat::SimConfig {
         "sim.verify=true".into(),
     ];
     ov.extend(extra.iter().map(|s| s.to_string()));
-    config::load(preset, &ov).unwrap()
+    SimConfig::load(preset, &ov).unwrap()
 }
 
 fn run(c: xlat::SimConfig) -> xlat::Result<xlat::sim::Stats> {
@@ -73,7 +73,7 @@ fn a_walk_probes_the_ways_its_cwt_entry_names_in_one_step() {
         "ecpt",
         &[
             "workload.references=100000",
-            "pt.hashed.cwt_section_lines=64",
+            "schemes.hashed.table.cwt_section_lines=64",
         ],
     ))
     .unwrap();
@@ -182,7 +182,7 @@ fn page_faults_pay_for_the_page_table_memory_they_allocate() {
 fn graph_workloads_verify_under_ecpt_and_mehpt() {
     for preset in ["ecpt", "mehpt"] {
         for kernel in ["bfs", "pr", "cc", "sssp", "tc"] {
-            let c = config::load(
+            let c = SimConfig::load(
                 preset,
                 &[
                     "os.physmem.bytes=4294967296".into(),

@@ -1,7 +1,6 @@
 //! Checks that hold for every built-in workload, whichever it is: the catalog is the list, so a
 //! new workload is covered the moment it is registered.
 
-use xlat::config;
 use xlat::trace::Record;
 use xlat::Simulation;
 
@@ -22,13 +21,13 @@ fn cfg(name: &str, refs: u64, extra: &[&str]) -> xlat::SimConfig {
         "os.physmem.fragmentation=0.0".to_string(),
     ];
     ov.extend(extra.iter().map(|s| s.to_string()));
-    config::load("baseline-radix", &ov).unwrap_or_else(|e| panic!("{name}: {e}"))
+    xlat::SimConfig::load("baseline-radix", &ov).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn records(name: &str, refs: u64) -> Vec<Record> {
     let c = cfg(name, refs, &[]);
-    let mut os = xlat::os::Os::for_config(&c).unwrap();
-    let mut source = xlat::workload::build(&c.workload, &mut os, c.seed).unwrap();
+    let mut os = xlat::sim::boot_os(&c).unwrap();
+    let mut source = xlat::workload::build(&c.workload, os.as_mut(), c.seed).unwrap();
     let mut all = Vec::new();
     let mut buf = Vec::with_capacity(1000);
     loop {

@@ -394,7 +394,7 @@ def _analyse_fig9(df: pd.DataFrame) -> Analysis:
 # Fig 10: page-table memory saved by ME-HPT over ECPT, in-place vs per-way
 # --------------------------------------------------------------------------------------------
 
-IN_PLACE_ONLY = {"pt.hashed.mehpt.per_way": False}
+IN_PLACE_ONLY = {"schemes.hashed.table.mehpt.per_way": False}
 FIG10_SYSTEMS = {
     "ECPT": System("ecpt", NOTHP),
     "ME-HPT in-place": System("mehpt", NOTHP | IN_PLACE_ONLY),
@@ -539,7 +539,7 @@ ME_HPT_SYSTEMS = {"ME-HPT": System("mehpt", NOTHP), "ME-HPT THP": System("mehpt"
 # Fig 15: small inputs, 8 KiB + 1 MiB chunks vs 1 MiB only
 # --------------------------------------------------------------------------------------------
 
-ONE_MIB_ONLY = {"pt.hashed.mehpt.chunk_sizes": [1 << 20, 8 << 20, 64 << 20]}
+ONE_MIB_ONLY = {"schemes.hashed.table.mehpt.chunk_sizes": [1 << 20, 8 << 20, 64 << 20]}
 FIG15_SYSTEMS = {
     "ME-HPT 1MB": System("mehpt", NOTHP | ONE_MIB_ONLY),
     "ME-HPT 1MB+8KB": System("mehpt", NOTHP),

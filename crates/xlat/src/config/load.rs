@@ -1,7 +1,8 @@
 //! Resolving a config: presets, `extends`, `--set` overrides, deserialisation with key paths.
 
-use super::{presets, SimConfig};
+use super::{presets, Validate};
 use crate::error::{Error, Result};
+use serde::de::DeserializeOwned;
 use std::path::Path;
 use toml::{Table, Value};
 
@@ -9,14 +10,14 @@ use toml::{Table, Value};
 const MAX_EXTENDS_DEPTH: usize = 16;
 
 /// Load `spec` (a preset name or a TOML file path), apply `overrides` (`key=value`), validate.
-pub fn load(spec: &str, overrides: &[String]) -> Result<SimConfig> {
+pub fn load<T: DeserializeOwned + Validate>(spec: &str, overrides: &[String]) -> Result<T> {
     let mut table = resolve_table(spec, 0)?;
     for ov in overrides {
         let (key, value) = parse_override(ov)?;
         set_path(&mut table, &key, value)?;
     }
     table.remove("extends");
-    let cfg = deserialize(table, spec)?;
+    let cfg: T = deserialize(table, spec)?;
     cfg.validate()?;
     Ok(cfg)
 }
@@ -137,7 +138,7 @@ fn set_path(table: &mut Table, key: &str, value: Value) -> Result<()> {
     Ok(())
 }
 
-fn deserialize(table: Table, spec: &str) -> Result<SimConfig> {
+fn deserialize<T: DeserializeOwned>(table: Table, spec: &str) -> Result<T> {
     let text = toml::to_string(&table).map_err(|e| Error::config("", e.to_string()))?;
     let de = toml::Deserializer::parse(&text).map_err(|e| Error::file(spec, e.to_string()))?;
     serde_path_to_error::deserialize(de).map_err(|e| {
@@ -157,6 +158,11 @@ fn deserialize(table: Table, spec: &str) -> Result<SimConfig> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::SimConfig;
+
+    fn load(spec: &str, overrides: &[String]) -> Result<SimConfig> {
+        super::load(spec, overrides)
+    }
 
     #[test]
     fn override_values_are_typed() {
@@ -198,7 +204,7 @@ mod tests {
             ("cache.l2.size=1000000", "cache.l2.size"),
             ("cache.llc.latency=0", "cache.llc.latency"),
             ("core.width=0", "core.width"),
-            ("pt.levels=3", "pt.levels"),
+            ("schemes.radix.levels=3", "schemes.radix.levels"),
             ("scheme=nonsense", "scheme"),
             ("os.physmem.bytes=4096", "os.physmem.bytes"),
             ("os.physmem.bytes=68719476736", "os.physmem.bytes"),

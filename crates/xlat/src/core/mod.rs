@@ -8,9 +8,44 @@
 //! record is O(1) amortised, while overlapping independent misses (memory-level parallelism) and
 //! serialising dependent ones (pointer chasing) both fall out.
 
-use crate::config::{CoreConfig, CoreModel};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// Core timing model (docs/architecture.md).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoreConfig {
+    /// `ooo` (ROB-window out-of-order) or `inorder`.
+    pub model: CoreModel,
+    /// Instructions dispatched (and retired) per cycle.
+    pub width: u32,
+    /// Re-order buffer entries (ignored by `inorder`, which behaves as a ROB of 1).
+    pub rob_size: u32,
+    /// Core clock, used to convert DRAM nanoseconds to cycles.
+    pub frequency_ghz: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CoreModel {
+    Ooo,
+    Inorder,
+}
+
+impl crate::config::Validate for CoreConfig {
+    fn validate(&self) -> crate::error::Result<()> {
+        use crate::config::nonzero;
+        nonzero("core.width".into(), self.width as u64)?;
+        nonzero("core.rob_size".into(), self.rob_size as u64)?;
+        if !(self.frequency_ghz > 0.0 && self.frequency_ghz < 100.0) {
+            return Err(crate::error::Error::config(
+                "core.frequency_ghz",
+                "must be in (0, 100)",
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// Completion times of this many recent memory records are kept for `dep` lookups; a record
 /// further back has long retired.

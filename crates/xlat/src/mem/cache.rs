@@ -1,10 +1,62 @@
 //! One set-associative cache level with 64-byte lines, write-back and write-allocate.
 
 use super::kind::{MemKind, KINDS};
+use crate::assoc::Replacement;
 use crate::assoc::SetAssoc;
-use crate::config::CacheConfig;
-use serde::Serialize;
+use crate::config::{nonzero, pow2};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// One cache level.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Capacity in bytes.
+    pub size: u64,
+    pub ways: u32,
+    /// Lookup latency in cycles, added for every access that reaches this level.
+    pub latency: u32,
+    pub replacement: Replacement,
+}
+
+impl CacheConfig {
+    pub fn sets(&self) -> u64 {
+        self.size / crate::addr::LINE_BYTES / self.ways as u64
+    }
+
+    pub fn validate(&self, path: &str) -> Result<()> {
+        nonzero(format!("{path}.ways"), self.ways as u64)?;
+        nonzero(format!("{path}.latency"), self.latency as u64)?;
+        let line_sets = self.size / crate::addr::LINE_BYTES;
+        if !self
+            .size
+            .is_multiple_of(crate::addr::LINE_BYTES * self.ways as u64)
+            || line_sets == 0
+        {
+            return Err(Error::config(
+                format!("{path}.size"),
+                format!(
+                    "{} bytes is not a whole number of {}-way sets of 64-byte lines",
+                    self.size, self.ways
+                ),
+            ));
+        }
+        pow2(
+            format!("{path}.size"),
+            "size / (64 * ways) (the set count)",
+            self.sets(),
+        )
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheHierarchyConfig {
+    pub l1d: CacheConfig,
+    pub l2: CacheConfig,
+    pub llc: CacheConfig,
+}
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Block {

@@ -5,12 +5,21 @@
 //! Lines are filled into every level they missed in (non-inclusive, allocate on miss).
 
 use super::cache::Cache;
+use super::cache::CacheHierarchyConfig;
 use super::dram::{Dram, Requester};
 use super::kind::MemKind;
 use crate::addr::PhysAddr;
-use crate::config::{CacheHierarchyConfig, WalkerEntry};
 use crate::mem::dram::DramConfig;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+/// The cache level where a walker's requests enter the hierarchy (`mmu.walker_entry`).
+pub enum WalkerEntry {
+    L1d,
+    L2,
+    Llc,
+}
 
 /// Where a request was served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -23,9 +32,11 @@ pub enum Level {
 
 impl Level {
     pub const ALL: [Level; 4] = [Level::L1d, Level::L2, Level::Llc, Level::Dram];
+}
 
-    pub fn from_entry(e: WalkerEntry) -> Level {
-        match e {
+impl WalkerEntry {
+    pub fn level(self) -> Level {
+        match self {
             WalkerEntry::L1d => Level::L1d,
             WalkerEntry::L2 => Level::L2,
             WalkerEntry::Llc => Level::Llc,

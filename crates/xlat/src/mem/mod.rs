@@ -4,6 +4,7 @@ pub mod cache;
 pub mod dram;
 pub mod hierarchy;
 pub mod kind;
+pub mod physmem;
 
 pub use hierarchy::{Hierarchy, Level};
 pub use kind::MemKind;

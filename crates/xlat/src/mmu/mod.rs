@@ -1,18 +1,23 @@
-//! The MMU: L1 TLBs → L2 TLBs → the scheme's miss handling (page walk, fault).
+//! The MMU as a pipeline of stages: L1 TLBs → L2 TLB ∥ the scheme's side paths → the scheme's
+//! L3 TLB level → the scheme's walker → a fault request handed back to the caller.
+//!
+//! The MMU is generic over the parts a scheme plugs into it ([`MmuScheme`]), so the reference
+//! loop is compiled once per scheme with no virtual calls. It never calls the OS: it reads page
+//! tables through [`PageTables`], and when a walk finds no mapping it returns
+//! [`Outcome::Fault`]; the system lets the OS handle the fault and calls
+//! [`Mmu::finish_fault`], which walks again as the re-executed instruction does.
 
-pub mod hashed_walker;
-pub mod radix_walker;
-pub mod scheme;
+pub mod config;
 pub mod tlb;
 pub mod walk;
 
 use crate::addr::{translate, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
-use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::mem::{Hierarchy, Level};
-use crate::os::Os;
+use crate::pt::store::PtStore;
+use crate::pt::PageTable;
 use crate::trace::Op;
-use scheme::Scheme;
+use config::{MmuConfig, TlbConfig};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tlb::{Tlb, TlbStats};
@@ -23,6 +28,10 @@ use walk::{WalkPlan, WalkRefStats};
 pub enum Found {
     L1,
     L2,
+    /// A scheme's side path beside the L2 TLB (range TLB, RestSeg walk, segment registers).
+    Side,
+    /// The scheme's L3 TLB level (POM-TLB).
+    L3,
     Walk,
     /// The walk found no mapping; the OS handled a page fault first. A fault is a precise
     /// exception: the handler starts once every older instruction has retired, and the
@@ -41,17 +50,120 @@ pub struct Translation {
     pub found: Found,
 }
 
+/// What the MMU reads of the OS's state: each process's page table, the store holding the
+/// tables' bytes, and (for bounds such as the perfect TLB only) the ground truth.
+pub trait PageTables {
+    type Table: PageTable;
+    fn table(&self, pid: u16) -> Result<&Self::Table>;
+    fn store(&self) -> &PtStore;
+    fn truth(&self, pid: u16, va: VirtAddr) -> Option<(Pfn, PageSize)>;
+}
+
+/// A translation a side path or an L3 TLB supplies: the page and the cycles it took.
+#[derive(Clone, Copy, Debug)]
+pub struct StageHit {
+    pub pfn: Pfn,
+    pub size: PageSize,
+    pub latency: u64,
+}
+
+/// The parts of the MMU a scheme supplies. Every method but the walk has a default that
+/// leaves the stage out, so a scheme states only what it adds.
+pub trait MmuScheme: Send + 'static {
+    /// The page-table organisation its walker reads (an associated type: no downcast).
+    type Table: PageTable;
+
+    /// A bound, not hardware: every translation comes from the OS's ground truth at the L1
+    /// TLB's latency and nothing is cached or walked (Utopia's P-TLB).
+    const PERFECT: bool = false;
+
+    /// Side paths looked up in parallel with the L2 TLB, at cycle `now`. When the L2 TLB
+    /// misses and a side path hits, the translation costs the slower of the two lookups and
+    /// fills the L1 TLB (an L2 hit wins: it is the cheaper of equal answers).
+    fn side_lookup(
+        &mut self,
+        _va: VirtAddr,
+        _asid: u16,
+        _now: u64,
+        _mem: &mut Hierarchy,
+    ) -> Option<StageHit> {
+        None
+    }
+
+    /// An L3 TLB level probed after the L2 TLB (and side paths) miss, before the walk.
+    /// `latency` is what the probe cost whether or not it hit.
+    fn l3_lookup(
+        &mut self,
+        _va: VirtAddr,
+        _asid: u16,
+        _now: u64,
+        _mem: &mut Hierarchy,
+    ) -> (Option<StageHit>, u64) {
+        (None, 0)
+    }
+
+    /// Plan the walk for `va` from the scheme's own table, recording every memory reference in
+    /// `plan`; returns the mapping, or `None` if the table has none (a page fault).
+    fn plan_walk(
+        &mut self,
+        va: VirtAddr,
+        asid: u16,
+        table: &Self::Table,
+        store: &PtStore,
+        plan: &mut WalkPlan,
+    ) -> Option<(Pfn, PageSize)>;
+
+    /// A walk found `(pfn, size)` for `va` at cycle `now`: fill the scheme's own structures
+    /// (L3 TLB, range TLB after a background range-table walk, ...).
+    #[allow(clippy::too_many_arguments)]
+    fn after_walk(
+        &mut self,
+        _va: VirtAddr,
+        _asid: u16,
+        _pfn: Pfn,
+        _size: PageSize,
+        _table: &Self::Table,
+        _store: &PtStore,
+        _now: u64,
+        _mem: &mut Hierarchy,
+    ) {
+    }
+
+    /// The OS just handled a page fault (it may have changed translation metadata the walker
+    /// caches, such as Cuckoo Walk Table entries).
+    fn after_fault(&mut self) {}
+
+    /// Drop cached translations of the `size` page at `vpn` (a shootdown).
+    fn invalidate(&mut self, _vpn: Vpn, _size: PageSize, _asid: u16) {}
+
+    /// Drop every cached walk state (PWCs, CWCs), as a shootdown does.
+    fn flush(&mut self) {}
+
+    fn reset_stats(&mut self) {}
+
+    /// The scheme's counters, merged into the `mmu` stats subtree under their own names
+    /// (`pwc`, `cwc`, `range_tlb`...).
+    fn stats(&self) -> BTreeMap<&'static str, serde_json::Value> {
+        BTreeMap::new()
+    }
+}
+
+/// A scheme's counters as a stats subtree (what [`MmuScheme::stats`] returns).
+pub fn stats_value<T: Serialize>(counters: &T) -> serde_json::Value {
+    serde_json::to_value(counters).expect("stats always serialise")
+}
+
 /// A level of TLB arrays probed in parallel. The simulator probes them smallest page size
 /// first and stops at the hit (an entry lives in one array only), which is what parallel
 /// hardware returns, without paying for probes whose result cannot matter.
-struct TlbLevel {
+pub struct TlbLevel {
     arrays: Vec<(String, Tlb)>,
     latency: u64,
     stats: TlbStats,
 }
 
 impl TlbLevel {
-    fn new(cfgs: &BTreeMap<String, crate::config::TlbConfig>) -> TlbLevel {
+    pub fn new(cfgs: &BTreeMap<String, TlbConfig>) -> TlbLevel {
         let mut arrays: Vec<(String, Tlb)> = cfgs
             .iter()
             .filter(|(_, c)| c.entries > 0)
@@ -66,8 +178,12 @@ impl TlbLevel {
         }
     }
 
+    pub fn latency(&self) -> u64 {
+        self.latency
+    }
+
     #[inline]
-    fn lookup(&mut self, va: VirtAddr, asid: u16) -> Option<(Pfn, PageSize)> {
+    pub fn lookup(&mut self, va: VirtAddr, asid: u16) -> Option<(Pfn, PageSize)> {
         self.stats.accesses += 1;
         for (_, t) in &mut self.arrays {
             if let Some(hit) = t.lookup(va, asid) {
@@ -78,9 +194,10 @@ impl TlbLevel {
         self.stats.misses += 1;
         None
     }
+
     /// Install a translation in the arrays that hold its size; if none does, splinter it into
     /// the 4 KiB page containing `va` (how a 4K-only TLB caches a piece of a huge page).
-    fn fill(&mut self, va: VirtAddr, asid: u16, pfn: Pfn, size: PageSize) {
+    pub fn fill(&mut self, va: VirtAddr, asid: u16, pfn: Pfn, size: PageSize) {
         if self.arrays.iter().any(|(_, t)| t.holds(size)) {
             for (_, t) in self.arrays.iter_mut().filter(|(_, t)| t.holds(size)) {
                 t.insert(va, asid, pfn, size);
@@ -97,14 +214,13 @@ impl TlbLevel {
         }
     }
 
-    fn invalidate_page(&mut self, vpn: Vpn, size: PageSize, asid: u16) {
+    /// Drop the translation of the `size` page at `vpn`, and the 4 KiB pieces of it a
+    /// smaller array may hold (splintered huge pages).
+    pub fn invalidate_page(&mut self, vpn: Vpn, size: PageSize, asid: u16) {
         for (_, t) in &mut self.arrays {
             t.invalidate_page(vpn, size, asid);
             if size != PageSize::Size4K {
-                // Splintered pieces of a huge page: drop the 4 KiB entries inside it.
-                for i in 0..size.base_pages() {
-                    t.invalidate_page(Vpn(vpn.0 + i), PageSize::Size4K, asid);
-                }
+                t.invalidate_pieces(vpn, size, asid);
             }
         }
     }
@@ -141,11 +257,38 @@ pub struct MmuCounters {
     pub shootdowns: u64,
 }
 
-pub struct Mmu {
+/// A walk that found no mapping: what [`Mmu::finish_fault`] needs to resume it once the OS
+/// has mapped the page.
+#[derive(Clone, Copy, Debug)]
+pub struct FaultRequest {
+    pub va: VirtAddr,
+    pub pid: u16,
+    op: Op,
+    /// Cycle the translation was requested.
+    issued: u64,
+    /// Cycle the walk that missed started (after any wait for a walker), and its walker.
+    walk_start: u64,
+    walk_ready: u64,
+    slot: usize,
+    /// Cycle the failed walk ended.
+    walked: u64,
+    /// Cycles before the walk (TLB levels, L3).
+    before_walk: u64,
+}
+
+/// The result of a translation request.
+#[derive(Clone, Copy, Debug)]
+pub enum Outcome {
+    Done(Translation),
+    /// No mapping: the OS must handle a page fault, then [`Mmu::finish_fault`] completes it.
+    Fault(FaultRequest),
+}
+
+pub struct Mmu<S: MmuScheme> {
     itlb: TlbLevel,
     l1: TlbLevel,
     l2: TlbLevel,
-    scheme: Scheme,
+    scheme: S,
     walker_free_at: Vec<u64>,
     entry: Level,
     plan: WalkPlan,
@@ -153,140 +296,111 @@ pub struct Mmu {
     pub walk_refs: WalkRefStats,
 }
 
-impl Mmu {
-    pub fn new(cfg: &SimConfig) -> Result<Mmu> {
+impl<S: MmuScheme> Mmu<S> {
+    pub fn new(cfg: &MmuConfig, scheme: S) -> Mmu<S> {
         let mut itlb_cfg = BTreeMap::new();
-        itlb_cfg.insert("itlb".to_string(), cfg.mmu.itlb.clone());
-        Ok(Mmu {
+        itlb_cfg.insert("itlb".to_string(), cfg.itlb.clone());
+        Mmu {
             itlb: TlbLevel::new(&itlb_cfg),
-            l1: TlbLevel::new(&cfg.mmu.l1tlb),
-            l2: TlbLevel::new(&cfg.mmu.l2tlb),
-            scheme: scheme::build(cfg)?,
-            walker_free_at: vec![0; cfg.mmu.walkers as usize],
-            entry: Level::from_entry(cfg.mmu.walker_entry),
+            l1: TlbLevel::new(&cfg.l1tlb),
+            l2: TlbLevel::new(&cfg.l2tlb),
+            scheme,
+            walker_free_at: vec![0; cfg.walkers as usize],
+            entry: cfg.walker_entry.level(),
             plan: WalkPlan::default(),
             counters: MmuCounters::default(),
             walk_refs: WalkRefStats::default(),
-        })
+        }
     }
 
-    /// Translate `va` of process `pid` for an access of kind `op` issued at cycle `now`;
-    /// every older instruction has retired by `older_retired` (when a page fault's handler
-    /// can start).
+    pub fn scheme(&self) -> &S {
+        &self.scheme
+    }
+
+    fn l1_of(&mut self, op: Op) -> &mut TlbLevel {
+        if op == Op::Ifetch {
+            &mut self.itlb
+        } else {
+            &mut self.l1
+        }
+    }
+
+    /// Translate `va` of process `pid` for an access of kind `op` issued at cycle `now`.
     #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub fn translate(
+    pub fn translate<P: PageTables<Table = S::Table>>(
         &mut self,
         va: VirtAddr,
         pid: u16,
         op: Op,
         now: u64,
-        older_retired: u64,
-        os: &mut Os,
+        tables: &P,
         mem: &mut Hierarchy,
-    ) -> Result<Translation> {
+    ) -> Result<Outcome> {
         self.counters.translations += 1;
         let asid = pid;
-        let l1 = if op == Op::Ifetch {
-            &mut self.itlb
-        } else {
-            &mut self.l1
-        };
+        let l1 = self.l1_of(op);
         let mut latency = l1.latency;
-        if let Scheme::PerfectTlb = self.scheme {
-            return Self::perfect(va, pid, now, latency, older_retired, os, &mut self.counters);
-        }
-        if let Some((pfn, size)) = l1.lookup(va, asid) {
-            return Ok(Translation {
-                paddr: translate(va, pfn, size),
-                size,
-                latency,
-                found: Found::L1,
-            });
-        }
-        self.counters.l1_misses += 1;
-        latency += self.l2.latency;
-        if let Some((pfn, size)) = self.l2.lookup(va, asid) {
-            let l1 = if op == Op::Ifetch {
-                &mut self.itlb
-            } else {
-                &mut self.l1
-            };
-            l1.fill(va, asid, pfn, size);
-            return Ok(Translation {
-                paddr: translate(va, pfn, size),
-                size,
-                latency,
-                found: Found::L2,
-            });
-        }
-        self.counters.l2_misses += 1;
-        let (pfn, size, walk_latency, resume) =
-            self.walk(va, pid, now + latency, older_retired, os, mem)?;
-        latency += walk_latency;
-        self.l2.fill(va, asid, pfn, size);
-        let l1 = if op == Op::Ifetch {
-            &mut self.itlb
-        } else {
-            &mut self.l1
-        };
-        l1.fill(va, asid, pfn, size);
-        let found = resume.map_or(Found::Walk, |resume| Found::Fault { resume });
-        Ok(Translation {
-            paddr: translate(va, pfn, size),
-            size,
-            latency,
-            found,
-        })
-    }
-
-    fn perfect(
-        va: VirtAddr,
-        pid: u16,
-        now: u64,
-        latency: u64,
-        older_retired: u64,
-        os: &mut Os,
-        c: &mut MmuCounters,
-    ) -> Result<Translation> {
-        match os.truth(pid, va) {
-            Some((pfn, size)) => Ok(Translation {
-                paddr: translate(va, pfn, size),
-                size,
-                latency,
-                found: Found::L1,
-            }),
-            None => {
-                let (_, _, fault_cycles) = os.fault(pid, va)?;
-                c.faults += 1;
-                // A perfect TLB caches nothing to shoot down; compaction may have moved even
-                // the new page, so take its final frame.
-                os.take_shootdowns();
-                let (pfn, size) = os.truth(pid, va).expect("the fault just mapped it");
-                let resume = (now + latency).max(older_retired) + fault_cycles;
-                Ok(Translation {
+        if S::PERFECT {
+            return Ok(match tables.truth(pid, va) {
+                Some((pfn, size)) => Outcome::Done(Translation {
                     paddr: translate(va, pfn, size),
                     size,
-                    latency: resume + latency - now,
-                    found: Found::Fault { resume },
-                })
-            }
+                    latency,
+                    found: Found::L1,
+                }),
+                None => Outcome::Fault(FaultRequest {
+                    va,
+                    pid,
+                    op,
+                    issued: now,
+                    walk_start: now + latency,
+                    walk_ready: now + latency,
+                    slot: usize::MAX,
+                    walked: now + latency,
+                    before_walk: latency,
+                }),
+            });
         }
-    }
-
-    /// Walk on a free walker; on a fault let the OS map the page (once every older
-    /// instruction has retired, at `older_retired`) and walk again, as the faulting
-    /// instruction re-executes. Returns (frame, size, latency, the cycle the fault handler
-    /// returned if there was a fault).
-    fn walk(
-        &mut self,
-        va: VirtAddr,
-        pid: u16,
-        ready: u64,
-        older_retired: u64,
-        os: &mut Os,
-        mem: &mut Hierarchy,
-    ) -> Result<(Pfn, PageSize, u64, Option<u64>)> {
+        if let Some((pfn, size)) = l1.lookup(va, asid) {
+            return Ok(Outcome::Done(Translation {
+                paddr: translate(va, pfn, size),
+                size,
+                latency,
+                found: Found::L1,
+            }));
+        }
+        self.counters.l1_misses += 1;
+        let l2_latency = self.l2.latency;
+        let l2_hit = self.l2.lookup(va, asid);
+        let side = self.scheme.side_lookup(va, asid, now + latency, mem);
+        let hit = match (l2_hit, side) {
+            (Some((pfn, size)), _) => Some((pfn, size, l2_latency, Found::L2)),
+            (None, Some(s)) => Some((s.pfn, s.size, l2_latency.max(s.latency), Found::Side)),
+            (None, None) => None,
+        };
+        if let Some((pfn, size, lat, found)) = hit {
+            latency += lat;
+            self.l1_of(op).fill(va, asid, pfn, size);
+            return Ok(Outcome::Done(Translation {
+                paddr: translate(va, pfn, size),
+                size,
+                latency,
+                found,
+            }));
+        }
+        latency += l2_latency;
+        self.counters.l2_misses += 1;
+        let (l3_hit, l3_latency) = self.scheme.l3_lookup(va, asid, now + latency, mem);
+        latency += l3_latency;
+        if let Some(h) = l3_hit {
+            self.fill(va, asid, op, h.pfn, h.size);
+            return Ok(Outcome::Done(Translation {
+                paddr: translate(va, h.pfn, h.size),
+                size: h.size,
+                latency,
+                found: Found::L3,
+            }));
+        }
         // The earliest-free walker takes the walk.
         let (slot, &free_at) = self
             .walker_free_at
@@ -294,91 +408,132 @@ impl Mmu {
             .enumerate()
             .min_by_key(|(_, &t)| t)
             .expect("at least one walker (validated)");
+        let ready = now + latency;
         let start = ready.max(free_at);
         self.counters.walker_queue_cycles += start - ready;
-        let mut t = start;
-        let mut resume = None;
-        for attempt in 0..2 {
-            let found = Self::plan_walk(&mut self.scheme, va, pid, os, &mut self.plan)?;
-            let lat = self.plan.execute(mem, t, self.entry, &mut self.walk_refs);
-            self.counters.walks += 1;
-            self.counters.walk_cycles += lat;
-            t += lat;
-            match found {
-                Some((pfn, size)) => {
-                    self.walker_free_at[slot] = t;
-                    return Ok((pfn, size, t - ready, resume));
-                }
-                None if attempt == 0 => {
-                    let (_, _, fault_cycles) = os.fault(pid, va)?;
-                    self.counters.faults += 1;
-                    for (owner, vpn) in os.take_shootdowns() {
-                        self.shootdown(owner, &[(vpn, PageSize::Size4K)]);
-                    }
-                    t = t.max(older_retired) + fault_cycles;
-                    resume = Some(t);
-                    // The OS changed the Cuckoo Walk Tables: cached CWT entries may be stale.
-                    if let Scheme::Hashed(w) = &mut self.scheme {
-                        w.flush();
-                    }
-                }
-                None => break,
+        let table = tables.table(pid)?;
+        let (found, end) = self.walk_once(va, asid, table, tables.store(), start, mem);
+        match found {
+            Some((pfn, size)) => {
+                self.walker_free_at[slot] = end;
+                self.scheme
+                    .after_walk(va, asid, pfn, size, table, tables.store(), end, mem);
+                self.fill(va, asid, op, pfn, size);
+                Ok(Outcome::Done(Translation {
+                    paddr: translate(va, pfn, size),
+                    size,
+                    latency: latency + (end - ready),
+                    found: Found::Walk,
+                }))
             }
+            None => Ok(Outcome::Fault(FaultRequest {
+                va,
+                pid,
+                op,
+                issued: now,
+                walk_start: start,
+                walk_ready: ready,
+                slot,
+                walked: end,
+                before_walk: latency,
+            })),
         }
-        Err(Error::Verify(format!(
-            "walk for {va:?} (pid {pid}) found no mapping right after the OS mapped it"
-        )))
     }
 
-    /// The walk plan for `va` under the scheme's page table, and the translation it finds.
-    fn plan_walk(
-        scheme: &mut Scheme,
+    /// One walk starting at cycle `start`: returns its result and the cycle it ended.
+    fn walk_once(
+        &mut self,
         va: VirtAddr,
-        pid: u16,
-        os: &Os,
-        plan: &mut WalkPlan,
-    ) -> Result<Option<(Pfn, PageSize)>> {
-        let pt = os.process(pid)?.pt.as_any();
-        let mismatch = || Error::Workload("the scheme's walker and page table disagree".into());
-        Ok(match scheme {
-            Scheme::Radix(w) => {
-                let pt = pt.downcast_ref::<crate::pt::radix::RadixPageTable>();
-                w.plan(va, pid, pt.ok_or_else(mismatch)?, &os.store, plan)
-            }
-            Scheme::Hashed(w) => {
-                let pt = pt.downcast_ref::<crate::pt::hashed::HashedPageTable>();
-                w.plan(va, pid, pt.ok_or_else(mismatch)?, &os.store, plan)
-            }
-            Scheme::PerfectTlb => unreachable!("the perfect TLB never walks"),
+        asid: u16,
+        table: &S::Table,
+        store: &PtStore,
+        start: u64,
+        mem: &mut Hierarchy,
+    ) -> (Option<(Pfn, PageSize)>, u64) {
+        let found = self
+            .scheme
+            .plan_walk(va, asid, table, store, &mut self.plan);
+        let lat = self
+            .plan
+            .execute(mem, start, self.entry, &mut self.walk_refs);
+        self.counters.walks += 1;
+        self.counters.walk_cycles += lat;
+        (found, start + lat)
+    }
+
+    fn fill(&mut self, va: VirtAddr, asid: u16, op: Op, pfn: Pfn, size: PageSize) {
+        self.l2.fill(va, asid, pfn, size);
+        self.l1_of(op).fill(va, asid, pfn, size);
+    }
+
+    /// Complete a faulting translation after the OS mapped the page. The handler started
+    /// once every older instruction retired (`older_retired`) and took `fault_cycles`; the
+    /// instruction then walks again (a perfect TLB reads the new mapping directly).
+    pub fn finish_fault<P: PageTables<Table = S::Table>>(
+        &mut self,
+        f: FaultRequest,
+        older_retired: u64,
+        fault_cycles: u64,
+        tables: &P,
+        mem: &mut Hierarchy,
+    ) -> Result<Translation> {
+        self.counters.faults += 1;
+        let resume = f.walked.max(older_retired) + fault_cycles;
+        let asid = f.pid;
+        let fail = || {
+            Error::Verify(format!(
+                "walk for {:?} (pid {}) found no mapping right after the OS mapped it",
+                f.va, f.pid
+            ))
+        };
+        if S::PERFECT {
+            let (pfn, size) = tables.truth(f.pid, f.va).ok_or_else(fail)?;
+            return Ok(Translation {
+                paddr: translate(f.va, pfn, size),
+                size,
+                latency: resume + f.before_walk - f.issued,
+                found: Found::Fault { resume },
+            });
+        }
+        self.scheme.after_fault();
+        let table = tables.table(f.pid)?;
+        let (found, end) = self.walk_once(f.va, asid, table, tables.store(), resume, mem);
+        let (pfn, size) = found.ok_or_else(fail)?;
+        debug_assert!(f.walk_start >= f.walk_ready);
+        self.walker_free_at[f.slot] = end;
+        self.scheme
+            .after_walk(f.va, asid, pfn, size, table, tables.store(), end, mem);
+        self.fill(f.va, asid, f.op, pfn, size);
+        Ok(Translation {
+            paddr: translate(f.va, pfn, size),
+            size,
+            latency: f.before_walk + (end - f.walk_ready),
+            found: Found::Fault { resume },
         })
     }
 
-    /// Drop every cached translation of the given pages (after munmap).
+    /// Drop every cached translation of the given pages (after munmap or migration).
     pub fn shootdown(&mut self, pid: u16, pages: &[(Vpn, PageSize)]) {
+        if S::PERFECT {
+            return; // a perfect TLB caches nothing
+        }
         self.counters.shootdowns += 1;
         for &(vpn, size) in pages {
             for level in [&mut self.itlb, &mut self.l1, &mut self.l2] {
                 level.invalidate_page(vpn, size, pid);
             }
+            self.scheme.invalidate(vpn, size, pid);
         }
         // Table pages are never freed, so PWC entries stay valid; flush anyway, as Linux does
         // when it tears down mappings, so no walk can start from stale state.
-        match &mut self.scheme {
-            Scheme::Radix(w) => w.flush(),
-            Scheme::Hashed(w) => w.flush(),
-            Scheme::PerfectTlb => {}
-        }
+        self.scheme.flush();
     }
 
     pub fn reset_stats(&mut self) {
         self.itlb.reset_stats();
         self.l1.reset_stats();
         self.l2.reset_stats();
-        match &mut self.scheme {
-            Scheme::Radix(w) => w.reset_stats(),
-            Scheme::Hashed(w) => w.reset_stats(),
-            Scheme::PerfectTlb => {}
-        }
+        self.scheme.reset_stats();
         self.counters = MmuCounters::default();
         self.walk_refs = WalkRefStats::default();
     }
@@ -388,14 +543,7 @@ impl Mmu {
             itlb: self.itlb.stats,
             l1tlb: self.l1.snapshot(),
             l2tlb: self.l2.snapshot(),
-            pwc: match &self.scheme {
-                Scheme::Radix(w) => w.pwc_snapshot(),
-                _ => BTreeMap::new(),
-            },
-            cwc: match &self.scheme {
-                Scheme::Hashed(w) => Some(w.snapshot()),
-                _ => None,
-            },
+            scheme: self.scheme.stats(),
             counters: self.counters.clone(),
         }
     }
@@ -407,10 +555,9 @@ pub struct MmuSnapshot {
     pub itlb: TlbStats,
     pub l1tlb: TlbLevelSnapshot,
     pub l2tlb: TlbLevelSnapshot,
-    pub pwc: BTreeMap<&'static str, radix_walker::PwcStats>,
-    /// Cuckoo Walk Caches (hashed page tables only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cwc: Option<hashed_walker::CwcSnapshot>,
+    /// The scheme's own structures (`pwc`, `cwc`, `range_tlb`, `pom_tlb`...).
+    #[serde(flatten)]
+    pub scheme: BTreeMap<&'static str, serde_json::Value>,
     #[serde(flatten)]
     pub counters: MmuCounters,
 }

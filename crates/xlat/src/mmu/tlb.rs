@@ -1,9 +1,9 @@
 //! A TLB array: set-associative, ASID-tagged, holding one or more page sizes. A hit returns the
 //! frame straight from the entry: no page-table store or map is touched.
 
+use super::config::TlbConfig;
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::assoc::SetAssoc;
-use crate::config::TlbConfig;
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -78,6 +78,22 @@ impl Tlb {
         let v = vpn.0 >> size.order();
         let set = self.array.set_of(v);
         self.array.invalidate(set, tag(v, size, asid))
+    }
+
+    /// Invalidate the 4 KiB pieces of the `size` page at `vpn` that a splintering fill left
+    /// here: one pass over the entries, not one probe per 4 KiB page (a 1 GiB page has
+    /// 262,144 of them).
+    pub fn invalidate_pieces(&mut self, vpn: Vpn, size: PageSize, asid: u16) -> usize {
+        if !self.holds(PageSize::Size4K) {
+            return 0;
+        }
+        let huge = vpn.0 >> size.order();
+        let small = PageSize::Size4K.index() as u64;
+        self.array.invalidate_where(|t, _| {
+            (t & 0xffff) as u16 == asid
+                && (t >> 16) & 3 == small
+                && (t >> 18) >> size.order() == huge
+        })
     }
 
     /// Invalidate every entry of one address space.

@@ -2,17 +2,18 @@
 //! pages, physical memory from a fragmented buddy allocator, and the ground-truth mapping of
 //! every process against which `verify` checks each translation.
 
-pub mod physmem;
+mod frames;
 mod process;
 
+pub use frames::{BuddyFrames, FramePolicy};
 pub use process::{MapKind, Process, Vma};
 
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
+use crate::mem::physmem::{self, BuddyAllocator, PhysMemConfig};
 use crate::pt::store::PtStore;
-use crate::pt::{Organisation, PtContext};
+use crate::pt::{PageTable, PtContext};
 use crate::rng::{self, Rng};
-use physmem::{BuddyAllocator, PhysMemConfig};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -78,14 +79,18 @@ pub struct OsStats {
     pub munmaps: u64,
 }
 
-/// The OS: owns physical memory, the page-table store and all processes.
-pub struct Os {
+/// Builds the page table of a new process (`pid`): the scheme's organisation.
+pub type TableFactory<T> = Box<dyn FnMut(&mut PtContext, u16) -> Result<T> + Send>;
+
+/// The OS: owns physical memory, the page-table store and all processes, whose page tables
+/// are of the scheme's organisation `T`.
+pub struct Os<T: PageTable> {
     cfg: OsConfig,
-    organisation: Organisation,
-    seed: u64,
+    new_table: TableFactory<T>,
+    frames: Box<dyn FramePolicy>,
     pub buddy: BuddyAllocator,
     pub store: PtStore,
-    processes: Vec<Process>,
+    processes: Vec<Process<T>>,
     pub stats: OsStats,
     /// Frames pinned by fragmentation injection ("other programs"), never freed.
     pinned: Vec<Pfn>,
@@ -94,17 +99,16 @@ pub struct Os {
     shootdowns: Vec<(u16, Vpn)>,
 }
 
-impl Os {
-    /// Boot the OS of a whole system config, with the page-table organisation its scheme uses.
-    pub fn for_config(cfg: &crate::config::SimConfig) -> Result<Os> {
-        Os::new(&cfg.os, crate::mmu::scheme::organisation(cfg), cfg.seed)
-    }
-
+impl<T: PageTable> Os<T> {
     /// Boot: build physical memory and fragment it to the configured FMFI. Every process gets
-    /// a page table of `organisation`.
-    pub fn new(cfg: &OsConfig, organisation: Organisation, seed: u64) -> Result<Os> {
-        let frames = cfg.physmem.bytes / 4096;
-        let mut buddy = BuddyAllocator::new(frames);
+    /// a page table from `new_table`; frames for its pages come from `frames`.
+    pub fn new(
+        cfg: &OsConfig,
+        seed: u64,
+        new_table: TableFactory<T>,
+        frames: Box<dyn FramePolicy>,
+    ) -> Result<Os<T>> {
+        let mut buddy = BuddyAllocator::new(cfg.physmem.bytes / 4096);
         let mut rng = Rng::new(seed, rng::stream::FRAGMENTATION);
         let pinned = buddy.fragment(
             cfg.physmem.fragmentation,
@@ -121,8 +125,8 @@ impl Os {
         let fmfi_initial = buddy.fmfi(cfg.physmem.fragmentation_order);
         Ok(Os {
             cfg: cfg.clone(),
-            organisation,
-            seed,
+            new_table,
+            frames,
             buddy,
             store: PtStore::new(),
             processes: Vec::new(),
@@ -141,9 +145,9 @@ impl Os {
             store: &mut self.store,
             buddy: &mut self.buddy,
         };
-        let pt = self.organisation.new_table(&mut ctx, pid, self.seed)?;
-        let va_bits_57 = matches!(self.organisation, Organisation::Radix { levels: 5 });
-        self.processes.push(Process::new(pid, pt, va_bits_57));
+        let pt = (self.new_table)(&mut ctx, pid)?;
+        let va57 = pt.va_bits() == 57;
+        self.processes.push(Process::new(pid, pt, va57));
         Ok(pid)
     }
 
@@ -152,14 +156,14 @@ impl Os {
         self.processes.len()
     }
 
-    pub fn process(&self, pid: u16) -> Result<&Process> {
+    pub fn process(&self, pid: u16) -> Result<&Process<T>> {
         self.processes
             .get(pid as usize)
             .ok_or_else(|| Error::Workload(format!("no process with pid {pid}")))
     }
 
-    fn process_mut(&mut self, pid: u16) -> Result<&mut Process> {
-        self.process_and_pt(pid).map(|(p, _)| p)
+    fn process_mut(&mut self, pid: u16) -> Result<&mut Process<T>> {
+        self.process_and_pt(pid).map(|(p, _, _)| p)
     }
 
     /// Reserve `bytes` of virtual address space (no physical memory until first touch).
@@ -181,7 +185,10 @@ impl Os {
     }
 
     /// A process together with what its page table needs to change (split borrows of `self`).
-    fn process_and_pt(&mut self, pid: u16) -> Result<(&mut Process, PtContext<'_>)> {
+    fn process_and_pt(
+        &mut self,
+        pid: u16,
+    ) -> Result<(&mut Process<T>, PtContext<'_>, &mut dyn FramePolicy)> {
         let p = self
             .processes
             .get_mut(pid as usize)
@@ -190,14 +197,14 @@ impl Os {
             store: &mut self.store,
             buddy: &mut self.buddy,
         };
-        Ok((p, ctx))
+        Ok((p, ctx, self.frames.as_mut()))
     }
 
     /// Unmap `[va, va+bytes)`; frees frames and returns the unmapped pages so the MMU can shoot
     /// down its TLB entries.
     pub fn munmap(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<Vec<(Vpn, PageSize)>> {
         self.stats.munmaps += 1;
-        let (p, mut ctx) = self.process_and_pt(pid)?;
+        let (p, mut ctx, _) = self.process_and_pt(pid)?;
         p.munmap(&mut ctx, va, bytes)
     }
 
@@ -228,8 +235,8 @@ impl Os {
     fn map_page(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize, u64)> {
         let thp = self.cfg.thp == ThpPolicy::Always;
         let mut faults = std::mem::take(&mut self.stats.faults);
-        let (p, mut ctx) = self.process_and_pt(pid)?;
-        let mapped = p.fault(&mut ctx, va, thp, &mut faults);
+        let (p, mut ctx, frames) = self.process_and_pt(pid)?;
+        let mapped = p.fault(&mut ctx, frames, va, thp, &mut faults);
         let mut alloc_cycles = p.pt.take_alloc_cycles();
         self.stats.faults = faults;
         let (pfn, size) = mapped?;
@@ -312,6 +319,55 @@ impl Os {
                 compactions_failed: self.buddy.stats().compactions_failed,
             },
         }
+    }
+}
+
+/// What a workload (or a trace reader) may do to the OS: the system calls a program makes to
+/// set up its address space, and the read-only facts a caller needs about it. Workloads see
+/// the OS only through this, whatever the scheme.
+pub trait AddressSpaces {
+    /// Start a process with an empty address space; returns its pid.
+    fn spawn(&mut self) -> Result<u16>;
+    /// Reserve `bytes` of virtual address space (no physical memory until first touch).
+    fn mmap(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<VirtAddr>;
+    /// Map every page of `[va, va+bytes)` now (an initialisation loop or `MAP_POPULATE`).
+    fn populate(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<()>;
+    /// Make the whole user address space demand-paged (trace-driven processes).
+    fn map_everything(&mut self, pid: u16) -> Result<()>;
+    /// Unmap `[va, va+bytes)`; returns the pages whose translations must be shot down.
+    fn munmap(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<Vec<(Vpn, PageSize)>>;
+    /// Processes spawned so far.
+    fn processes(&self) -> usize;
+    /// The VMAs of `pid`.
+    fn vmas(&self, pid: u16) -> Result<Vec<Vma>>;
+    /// Mapped pages of `pid` of each size (4K, 2M, 1G).
+    fn mapped_pages(&self, pid: u16) -> Result<[u64; 3]>;
+}
+
+impl<T: PageTable> AddressSpaces for Os<T> {
+    fn spawn(&mut self) -> Result<u16> {
+        Os::spawn(self)
+    }
+    fn mmap(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<VirtAddr> {
+        Os::mmap(self, pid, bytes, kind)
+    }
+    fn populate(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<()> {
+        Os::populate(self, pid, va, bytes)
+    }
+    fn map_everything(&mut self, pid: u16) -> Result<()> {
+        Os::map_everything(self, pid)
+    }
+    fn munmap(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<Vec<(Vpn, PageSize)>> {
+        Os::munmap(self, pid, va, bytes)
+    }
+    fn processes(&self) -> usize {
+        Os::processes(self)
+    }
+    fn vmas(&self, pid: u16) -> Result<Vec<Vma>> {
+        Ok(self.process(pid)?.vmas().copied().collect())
+    }
+    fn mapped_pages(&self, pid: u16) -> Result<[u64; 3]> {
+        Ok(self.process(pid)?.mapped_pages())
     }
 }
 

@@ -1,6 +1,6 @@
 //! A simulated process: its VMAs, its page table, and the ground truth of what it has mapped.
 
-use super::FaultStats;
+use super::{FaultStats, FramePolicy};
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
 use crate::pt::{PageTable, PtContext};
@@ -29,9 +29,9 @@ pub struct Vma {
 const MMAP_BASE: u64 = 0x1000_0000_0000;
 const USER_TOP: u64 = 0x7fff_ffff_f000;
 
-pub struct Process {
+pub struct Process<T: PageTable> {
     pub pid: u16,
-    pub pt: Box<dyn PageTable>,
+    pub pt: T,
     vmas: BTreeMap<u64, Vma>,
     next_va: u64,
     va_limit: u64,
@@ -45,9 +45,9 @@ pub struct Process {
     frames: FxHashMap<u64, Vpn>,
 }
 
-impl Process {
+impl<T: PageTable> Process<T> {
     /// `va57`: the page table translates 57-bit virtual addresses (5-level radix).
-    pub(super) fn new(pid: u16, pt: Box<dyn PageTable>, va57: bool) -> Process {
+    pub(super) fn new(pid: u16, pt: T, va57: bool) -> Process<T> {
         let va_limit = if va57 {
             0x00ff_ffff_ffff_f000
         } else {
@@ -154,6 +154,7 @@ impl Process {
     pub(super) fn fault(
         &mut self,
         ctx: &mut PtContext,
+        frames: &mut dyn FramePolicy,
         va: VirtAddr,
         thp: bool,
         stats: &mut FaultStats,
@@ -171,9 +172,8 @@ impl Process {
         let mut choice = None;
         if vma.kind == MapKind::Huge1G {
             if self.huge_fits(&vma, vpn, PageSize::Size1G) {
-                choice = ctx
-                    .buddy
-                    .alloc(PageSize::Size1G.order())
+                choice = frames
+                    .frame(ctx.buddy, self.pid, vpn, PageSize::Size1G)
                     .map(|p| (p, PageSize::Size1G));
             }
             if choice.is_none() {
@@ -182,9 +182,8 @@ impl Process {
         }
         if choice.is_none() && (thp || vma.kind == MapKind::Huge1G) {
             if self.huge_fits(&vma, vpn, PageSize::Size2M) && ctx.buddy.has_free_block(9) {
-                choice = ctx
-                    .buddy
-                    .alloc(PageSize::Size2M.order())
+                choice = frames
+                    .frame(ctx.buddy, self.pid, vpn, PageSize::Size2M)
                     .map(|p| (p, PageSize::Size2M));
             }
             if choice.is_none() {
@@ -194,7 +193,9 @@ impl Process {
         let (pfn, size) = match choice {
             Some(c) => c,
             None => {
-                let p = ctx.buddy.alloc(0).ok_or_else(|| {
+                let p = frames
+                    .frame(ctx.buddy, self.pid, vpn, PageSize::Size4K)
+                    .ok_or_else(|| {
                     Error::OutOfMemory(format!(
                         "no free frame for pid {} at {va:?}; the footprint exceeds os.physmem.bytes \
                          (swap is not modelled yet)",

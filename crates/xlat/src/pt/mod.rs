@@ -1,5 +1,5 @@
 //! Page-table organisations. Each keeps its entries as bytes in simulated physical memory
-//! ([`store::PtStore`]) at frames allocated from the OS's buddy allocator, so walks read real
+//! ([`store::PtStore`]) at frames allocated from the buddy allocator of physical memory, so walks read real
 //! entries at real physical addresses and their cache/DRAM behaviour is that of real memory.
 
 pub mod hashed;
@@ -8,8 +8,7 @@ pub mod store;
 
 use crate::addr::{PageSize, Pfn, Vpn};
 use crate::error::Result;
-use crate::os::physmem::BuddyAllocator;
-use std::any::Any;
+use crate::mem::physmem::BuddyAllocator;
 
 /// What a page-table organisation needs from the OS to change itself.
 pub struct PtContext<'a> {
@@ -30,40 +29,9 @@ impl PtContext<'_> {
     }
 }
 
-/// Which page-table organisation every process of a run gets (chosen by the scheme registry,
-/// [`crate::mmu::scheme::organisation`]).
-#[derive(Clone, Debug)]
-pub enum Organisation {
-    /// x86-64 radix tree of `levels` levels.
-    Radix { levels: u32 },
-    /// Elastic cuckoo hashed page tables, ECPT or ME-HPT.
-    Hashed {
-        cfg: hashed::HashedConfig,
-        kind: hashed::HptKind,
-    },
-}
-
-impl Organisation {
-    /// A new, empty page table for process `pid`.
-    pub fn new_table(
-        &self,
-        ctx: &mut PtContext,
-        pid: u16,
-        seed: u64,
-    ) -> Result<Box<dyn PageTable>> {
-        Ok(match self {
-            Organisation::Radix { levels } => Box::new(radix::RadixPageTable::new(ctx, *levels)?),
-            Organisation::Hashed { cfg, kind } => Box::new(hashed::HashedPageTable::new(
-                cfg,
-                *kind,
-                seed ^ (pid as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            )?),
-        })
-    }
-}
-
-/// A per-process page table. The OS calls `map`/`unmap`; the scheme's walker reads the table
-/// through its concrete type (`as_any`), since walking is where organisations differ most.
+/// A per-process page table, the OS side of an organisation. The OS calls `map`/`unmap`; the
+/// scheme's walker reads the table through its concrete type (the walker's associated
+/// `Table`), since walking is where organisations differ most.
 pub trait PageTable: Send {
     fn map(&mut self, ctx: &mut PtContext, vpn: Vpn, pfn: Pfn, size: PageSize) -> Result<()>;
     /// Remove the mapping of the `size` page at `vpn`; returns the frame it mapped.
@@ -80,5 +48,8 @@ pub trait PageTable: Send {
     fn stats(&self) -> Option<serde_json::Value> {
         None
     }
-    fn as_any(&self) -> &dyn Any;
+    /// Width of the virtual addresses the table translates (57 for a 5-level radix tree).
+    fn va_bits(&self) -> u32 {
+        48
+    }
 }

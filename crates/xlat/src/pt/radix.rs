@@ -6,7 +6,6 @@
 use super::{PageTable, PtContext};
 use crate::addr::{PageSize, Pfn, PhysAddr, VirtAddr, Vpn, BASE_PAGE_SHIFT};
 use crate::error::{Error, Result};
-use std::any::Any;
 
 pub const PRESENT: u64 = 1 << 0;
 pub const WRITABLE: u64 = 1 << 1;
@@ -149,7 +148,11 @@ impl PageTable for RadixPageTable {
         self.table_frames * 4096
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn va_bits(&self) -> u32 {
+        if self.levels == 5 {
+            57
+        } else {
+            48
+        }
     }
 }

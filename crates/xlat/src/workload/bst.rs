@@ -10,7 +10,7 @@ use super::emit::{Emitter, RecId, SimHeap, Stop};
 use super::index::{load_after, store_after, NodePool, Permutation, NIL};
 use crate::addr::VirtAddr;
 use crate::error::Result;
-use crate::os::Os;
+use crate::os::AddressSpaces;
 use crate::rng::Rng;
 
 pub(crate) const NODE_BYTES: u64 = 32;
@@ -56,7 +56,11 @@ pub(crate) struct Link {
 
 impl BinaryNodes {
     /// Allocate the root pointer and a pool of `nodes` nodes.
-    pub fn alloc(heap: &mut SimHeap, os: &mut Os, nodes: u64) -> Result<(VirtAddr, NodePool)> {
+    pub fn alloc(
+        heap: &mut SimHeap,
+        os: &mut dyn AddressSpaces,
+        nodes: u64,
+    ) -> Result<(VirtAddr, NodePool)> {
         let root_ptr = heap.alloc(os, 8, 8)?;
         Ok((root_ptr, NodePool::new(heap, os, nodes, NODE_BYTES)?))
     }

@@ -9,10 +9,15 @@ use super::emit::{Emitter, RecId, SimHeap, Stop, ThreadedSource};
 use super::index::{self, IndexConfig, IndexStructure, KeySpace, NodePool, NIL};
 use crate::addr::VirtAddr;
 use crate::error::Result;
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::rng::Rng;
 
-pub fn build(cfg: &IndexConfig, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+pub fn build(
+    cfg: &IndexConfig,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    seed: u64,
+) -> Result<ThreadedSource> {
     let mix = cfg.mix();
     let mut heap = SimHeap::new(pid, MapKind::Anon, cfg.populate);
     let (root_ptr, pool) = BinaryNodes::alloc(&mut heap, os, mix.max_keys())?;

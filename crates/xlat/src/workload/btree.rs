@@ -13,7 +13,7 @@ use super::emit::{Emitter, RecId, SimHeap, Stop, ThreadedSource};
 use super::index::{self, IndexStructure, KeySpace, MixConfig, NodePool};
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::rng::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -109,7 +109,12 @@ impl Shape {
     }
 }
 
-pub fn build(cfg: &BtreeConfig, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+pub fn build(
+    cfg: &BtreeConfig,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    seed: u64,
+) -> Result<ThreadedSource> {
     let mix = cfg.mix();
     let shape = Shape { f: cfg.fanout };
     // Bulk loading fills nodes; splits leave them half full.

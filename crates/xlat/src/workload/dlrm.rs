@@ -13,7 +13,7 @@ use super::dist::{Scatter, Zipf};
 use super::emit::{Array, Emitter, SimHeap, Stop, ThreadedSource};
 use super::lines::line_pieces;
 use crate::error::{Error, Result};
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::rng::{self, Rng};
 use serde::{Deserialize, Serialize};
 
@@ -162,7 +162,7 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn alloc(cfg: &DlrmConfig, os: &mut Os, pid: u16) -> Result<Layout> {
+    pub fn alloc(cfg: &DlrmConfig, os: &mut dyn AddressSpaces, pid: u16) -> Result<Layout> {
         let mut heap = SimHeap::new(pid, MapKind::Anon, cfg.populate);
         let tables = (0..cfg.tables)
             .map(|_| heap.array(os, cfg.rows, cfg.row_bytes()))
@@ -177,7 +177,12 @@ impl Layout {
 }
 
 /// Builds the DLRM embedding stage in process `pid` and returns its record stream.
-pub fn build(cfg: &DlrmConfig, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+pub fn build(
+    cfg: &DlrmConfig,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    seed: u64,
+) -> Result<ThreadedSource> {
     let Layout {
         tables,
         indices,

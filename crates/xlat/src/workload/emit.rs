@@ -12,7 +12,7 @@
 
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::trace::{Op, Record, RecordSource};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
@@ -293,7 +293,12 @@ impl SimHeap {
     }
 
     /// Allocate `bytes` aligned to `align` (a power of two up to 4096).
-    pub fn alloc(&mut self, os: &mut Os, bytes: u64, align: u64) -> Result<VirtAddr> {
+    pub fn alloc(
+        &mut self,
+        os: &mut dyn AddressSpaces,
+        bytes: u64,
+        align: u64,
+    ) -> Result<VirtAddr> {
         let bytes = bytes.max(1);
         if bytes >= MMAP_THRESHOLD {
             let va = os.mmap(self.pid, bytes, self.kind)?;
@@ -317,7 +322,7 @@ impl SimHeap {
     }
 
     /// An array of `n` elements of `elem` bytes.
-    pub fn array(&mut self, os: &mut Os, n: u64, elem: u64) -> Result<Array> {
+    pub fn array(&mut self, os: &mut dyn AddressSpaces, n: u64, elem: u64) -> Result<Array> {
         let base = self.alloc(os, n.max(1) * elem, elem.next_power_of_two().min(4096))?;
         Ok(Array { base, elem, len: n })
     }

@@ -4,7 +4,7 @@
 
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::rng::{self, Rng};
 use crate::trace::{Op, Record, RecordSource};
 use serde::{Deserialize, Serialize};
@@ -69,7 +69,7 @@ pub struct Gups {
 }
 
 impl Gups {
-    pub fn new(cfg: &GupsConfig, os: &mut Os, pid: u16, seed: u64) -> Result<Gups> {
+    pub fn new(cfg: &GupsConfig, os: &mut dyn AddressSpaces, pid: u16, seed: u64) -> Result<Gups> {
         let base = os.mmap(
             pid,
             cfg.table_bytes,

@@ -7,7 +7,7 @@
 use super::emit::{Array, Emitter, RecId, SimHeap, Stop, ThreadedSource};
 use super::index::{self, IndexConfig, IndexStructure, KeySpace, NodePool, Permutation, NIL};
 use crate::error::Result;
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::rng::Rng;
 
 /// Node layout: key, value, next pointer, and 8 bytes of allocator padding (32-byte class).
@@ -18,7 +18,12 @@ const NEXT: u64 = 16;
 
 /// Allocate the bucket array (one bucket per start key, rounded up to a power of two) and the
 /// node pool in `pid`, and start the benchmark.
-pub fn build(cfg: &IndexConfig, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+pub fn build(
+    cfg: &IndexConfig,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    seed: u64,
+) -> Result<ThreadedSource> {
     let mix = cfg.mix();
     let mut heap = SimHeap::new(pid, MapKind::Anon, cfg.populate);
     let buckets = heap.array(os, cfg.keys.next_power_of_two(), 8)?;

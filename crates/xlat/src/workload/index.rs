@@ -9,7 +9,7 @@
 use super::emit::{Array, Emitter, RecId, SimHeap, Stop, ThreadedSource};
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
-use crate::os::Os;
+use crate::os::AddressSpaces;
 use crate::rng::{stream, Rng};
 use serde::{Deserialize, Serialize};
 
@@ -390,7 +390,12 @@ pub(crate) struct NodePool {
 }
 
 impl NodePool {
-    pub fn new(heap: &mut SimHeap, os: &mut Os, nodes: u64, node_bytes: u64) -> Result<NodePool> {
+    pub fn new(
+        heap: &mut SimHeap,
+        os: &mut dyn AddressSpaces,
+        nodes: u64,
+        node_bytes: u64,
+    ) -> Result<NodePool> {
         Ok(NodePool {
             array: heap.array(os, nodes, node_bytes)?,
             used: 0,

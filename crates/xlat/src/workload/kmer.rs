@@ -13,7 +13,7 @@
 use super::dist::mix64;
 use super::emit::{Array, Emitter, SimHeap, Stop, ThreadedSource};
 use crate::error::{Error, Result};
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::rng::{self, Rng};
 use serde::{Deserialize, Serialize};
 
@@ -271,7 +271,7 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn alloc(cfg: &KmerConfig, os: &mut Os, pid: u16) -> Result<Layout> {
+    pub fn alloc(cfg: &KmerConfig, os: &mut dyn AddressSpaces, pid: u16) -> Result<Layout> {
         let mut heap = SimHeap::new(pid, MapKind::Anon, cfg.populate);
         Ok(Layout {
             genome: heap.array(os, cfg.genome_bytes / 8, 8)?,
@@ -281,7 +281,12 @@ impl Layout {
 }
 
 /// Builds k-mer counting in process `pid` and returns its record stream.
-pub fn build(cfg: &KmerConfig, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+pub fn build(
+    cfg: &KmerConfig,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    seed: u64,
+) -> Result<ThreadedSource> {
     let Layout { genome, table } = Layout::alloc(cfg, os, pid)?;
     let cfg = cfg.clone();
     Ok(ThreadedSource::spawn(

@@ -19,7 +19,7 @@ use super::lines::line_pieces;
 use super::nonzero;
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::rng::{self, Rng};
 use serde::{Deserialize, Serialize};
 
@@ -252,7 +252,12 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn alloc(cfg: &KvConfig, slabs: &Slabs, os: &mut Os, pid: u16) -> Result<Layout> {
+    pub fn alloc(
+        cfg: &KvConfig,
+        slabs: &Slabs,
+        os: &mut dyn AddressSpaces,
+        pid: u16,
+    ) -> Result<Layout> {
         let mut heap = SimHeap::new(pid, MapKind::Anon, cfg.populate);
         let classes = slabs.classes.len() as u64;
         Ok(Layout {
@@ -482,7 +487,12 @@ fn lru_bump(
 }
 
 /// Builds the key-value store in process `pid` and returns its record stream.
-pub fn build(cfg: &KvConfig, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+pub fn build(
+    cfg: &KvConfig,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    seed: u64,
+) -> Result<ThreadedSource> {
     let slabs = Slabs::plan(cfg, seed);
     let layout = Layout::alloc(cfg, &slabs, os, pid)?;
     let cfg = cfg.clone();

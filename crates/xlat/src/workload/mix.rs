@@ -11,7 +11,7 @@
 
 use super::WorkloadConfig;
 use crate::error::{Error, Result};
-use crate::os::Os;
+use crate::os::AddressSpaces;
 use crate::rng::{self, Rng};
 use crate::trace::{Record, RecordSource};
 use serde::{Deserialize, Serialize};
@@ -97,7 +97,7 @@ fn without_populate(cfg: &WorkloadConfig) -> Result<WorkloadConfig> {
 }
 
 /// Builds every member into its own new process and returns the interleaved stream.
-pub fn build(cfg: &MixConfig, os: &mut Os, seed: u64) -> Result<Mix> {
+pub fn build(cfg: &MixConfig, os: &mut dyn AddressSpaces, seed: u64) -> Result<Mix> {
     let mut members = Vec::with_capacity(cfg.members.len());
     for (i, m) in cfg.members.iter().enumerate() {
         let m = if cfg.populate {

@@ -44,7 +44,7 @@ pub use sysbench::SysbenchConfig;
 pub use xsbench::XsbenchConfig;
 
 use crate::error::{Error, Result};
-use crate::os::Os;
+use crate::os::AddressSpaces;
 use crate::trace::RecordSource;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -252,7 +252,11 @@ impl WorkloadConfig {
 }
 
 /// Create the process(es) the workload needs in `os` and return its record source.
-pub fn build(cfg: &WorkloadConfig, os: &mut Os, seed: u64) -> Result<Box<dyn RecordSource>> {
+pub fn build(
+    cfg: &WorkloadConfig,
+    os: &mut dyn AddressSpaces,
+    seed: u64,
+) -> Result<Box<dyn RecordSource>> {
     if let WorkloadConfig::Mix(m) = cfg {
         return Ok(Box::new(mix::build(m, os, seed)?));
     }
@@ -263,7 +267,7 @@ pub fn build(cfg: &WorkloadConfig, os: &mut Os, seed: u64) -> Result<Box<dyn Rec
 /// Build one program into the existing process `pid` (a mix calls this once per member).
 pub(crate) fn build_into(
     cfg: &WorkloadConfig,
-    os: &mut Os,
+    os: &mut dyn AddressSpaces,
     pid: u16,
     seed: u64,
 ) -> Result<Box<dyn RecordSource>> {

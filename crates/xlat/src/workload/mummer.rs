@@ -22,7 +22,7 @@
 use super::emit::{Array, Emitter, RecId, SimHeap, Stop, ThreadedSource};
 use super::kmer::{base_at, synth_genome};
 use crate::error::{Error, Result};
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::rng::{self, Rng};
 use serde::{Deserialize, Serialize};
 
@@ -309,7 +309,7 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn alloc(cfg: &MummerConfig, os: &mut Os, pid: u16) -> Result<Layout> {
+    pub fn alloc(cfg: &MummerConfig, os: &mut dyn AddressSpaces, pid: u16) -> Result<Layout> {
         let mut heap = SimHeap::new(pid, MapKind::Anon, cfg.populate);
         Ok(Layout {
             text: heap.array(os, cfg.reference_bases, 1)?,
@@ -457,7 +457,12 @@ fn prepare(cfg: &MummerConfig, layout: Layout, seed: u64) -> (Aligner, QuerySamp
 }
 
 /// Builds the aligner in process `pid` and returns its record stream.
-pub fn build(cfg: &MummerConfig, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+pub fn build(
+    cfg: &MummerConfig,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    seed: u64,
+) -> Result<ThreadedSource> {
     let layout = Layout::alloc(cfg, os, pid)?;
     let cfg = cfg.clone();
     Ok(ThreadedSource::spawn(

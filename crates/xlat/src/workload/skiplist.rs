@@ -11,7 +11,7 @@ use super::index::{
 };
 use crate::addr::VirtAddr;
 use crate::error::Result;
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::rng::Rng;
 
 /// Node layout: key, value, level (8 bytes each), then `level` next pointers. On the host a node
@@ -32,7 +32,12 @@ fn region_words(keys: u64, levels: u32) -> u64 {
     u64::from(HEADER_WORDS + levels) + 6 * keys + 1024
 }
 
-pub fn build(cfg: &IndexConfig, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+pub fn build(
+    cfg: &IndexConfig,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    seed: u64,
+) -> Result<ThreadedSource> {
     let mix = cfg.mix();
     let levels = max_level(2 * cfg.keys);
     let words = region_words(mix.max_keys(), levels);

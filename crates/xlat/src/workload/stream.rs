@@ -3,7 +3,7 @@
 
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::trace::{Op, Record, RecordSource};
 use serde::{Deserialize, Serialize};
 
@@ -60,7 +60,7 @@ pub struct Stream {
 }
 
 impl Stream {
-    pub fn new(cfg: &StreamConfig, os: &mut Os, pid: u16) -> Result<Stream> {
+    pub fn new(cfg: &StreamConfig, os: &mut dyn AddressSpaces, pid: u16) -> Result<Stream> {
         let mut arrays = [VirtAddr(0); 3];
         for a in &mut arrays {
             *a = os.mmap(

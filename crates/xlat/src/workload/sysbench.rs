@@ -10,7 +10,7 @@
 use super::emit::{Emitter, SimHeap, Stop, ThreadedSource};
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::rng::{self, Rng};
 use serde::{Deserialize, Serialize};
 
@@ -104,7 +104,12 @@ impl SysbenchConfig {
 }
 
 /// Builds the memory test in process `pid` and returns its record stream.
-pub fn build(cfg: &SysbenchConfig, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+pub fn build(
+    cfg: &SysbenchConfig,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    seed: u64,
+) -> Result<ThreadedSource> {
     let buffer = SimHeap::new(pid, MapKind::Anon, cfg.populate).alloc(os, cfg.total_bytes, 4096)?;
     let cfg = cfg.clone();
     Ok(ThreadedSource::spawn(

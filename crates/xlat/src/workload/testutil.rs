@@ -2,13 +2,14 @@
 //! stream, the virtual footprint of a process, and a model check of index structures.
 
 use super::emit::{Emitter, Stop, ThreadedSource};
-use crate::os::physmem::PhysMemConfig;
-use crate::os::{Os, OsConfig, ThpPolicy};
+use crate::mem::physmem::PhysMemConfig;
+use crate::os::{AddressSpaces, BuddyFrames, Os, OsConfig, ThpPolicy};
+use crate::pt::radix::RadixPageTable;
 use crate::trace::{Record, RecordSource};
 use std::hash::{Hash, Hasher};
 
 /// An OS with `mib` MiB of unfragmented physical memory and a 4-level page table.
-pub fn os(mib: u64) -> Os {
+pub fn os(mib: u64) -> Os<RadixPageTable> {
     let cfg = OsConfig {
         minor_fault_cycles: 0,
         thp: ThpPolicy::Never,
@@ -20,11 +21,17 @@ pub fn os(mib: u64) -> Os {
             compaction_max_fmfi: 0.75,
         },
     };
-    Os::new(&cfg, crate::pt::Organisation::Radix { levels: 4 }, 1).unwrap()
+    Os::new(
+        &cfg,
+        1,
+        Box::new(|pt, _| RadixPageTable::new(pt, 4)),
+        Box::new(BuddyFrames),
+    )
+    .unwrap()
 }
 
 /// An OS with 2 GiB of unfragmented physical memory.
-pub fn small_os() -> Os {
+pub fn small_os() -> Os<RadixPageTable> {
     os(2048)
 }
 
@@ -68,16 +75,16 @@ pub fn stream_hash(recs: &[Record]) -> u64 {
 }
 
 /// Bytes of virtual memory process `pid` has mapped (its VMAs).
-pub fn footprint(os: &Os, pid: u16) -> u64 {
-    os.process(pid)
+pub fn footprint(os: &dyn AddressSpaces, pid: u16) -> u64 {
+    os.vmas(pid)
         .unwrap()
-        .vmas()
+        .iter()
         .map(|v| (v.end.0 - v.start.0) * 4096)
         .sum()
 }
 
 /// Bytes of virtual memory every process of `os` has mapped.
-pub fn vma_bytes(os: &Os) -> u64 {
+pub fn vma_bytes(os: &dyn AddressSpaces) -> u64 {
     (0..os.processes())
         .map(|pid| footprint(os, pid as u16))
         .sum()

@@ -19,7 +19,7 @@ use super::emit::{Array, Emitter, SimHeap, Stop, ThreadedSource};
 use super::index::load_after;
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::rng::{self, Rng};
 use serde::{Deserialize, Serialize};
 
@@ -117,7 +117,12 @@ struct Layout {
     mat_concs: Vec<Array>,
 }
 
-pub fn build(cfg: &XsbenchConfig, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+pub fn build(
+    cfg: &XsbenchConfig,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    seed: u64,
+) -> Result<ThreadedSource> {
     let (iso, g) = (cfg.n_isotopes, cfg.gridpoints);
     let mut heap = SimHeap::new(pid, MapKind::Anon, cfg.populate);
     let mut layout = Layout {

@@ -178,7 +178,7 @@ mod tests {
     #[test]
     fn defaults_are_table_iii_and_valid() {
         let c = HashedConfig::default();
-        c.validate("pt.hashed").unwrap();
+        c.validate("schemes.hashed.table").unwrap();
         assert_eq!(
             (c.ways, c.initial_lines, c.upsize, c.downsize),
             (3, 128, 0.6, 0.2)
@@ -197,42 +197,45 @@ mod tests {
     fn errors_name_the_key() {
         type Mutation = Box<dyn Fn(&mut HashedConfig)>;
         let cases: Vec<(Mutation, &str)> = vec![
-            (Box::new(|c| c.ways = 1), "pt.hashed.ways"),
+            (Box::new(|c| c.ways = 1), "schemes.hashed.table.ways"),
             (
                 Box::new(|c| c.initial_lines = 100),
-                "pt.hashed.initial_lines",
+                "schemes.hashed.table.initial_lines",
             ),
-            (Box::new(|c| c.upsize = 1.5), "pt.hashed.upsize"),
-            (Box::new(|c| c.downsize = 0.4), "pt.hashed.downsize"),
+            (Box::new(|c| c.upsize = 1.5), "schemes.hashed.table.upsize"),
+            (
+                Box::new(|c| c.downsize = 0.4),
+                "schemes.hashed.table.downsize",
+            ),
             (
                 Box::new(|c| c.max_reinsertions = 0),
-                "pt.hashed.max_reinsertions",
+                "schemes.hashed.table.max_reinsertions",
             ),
             (
                 Box::new(|c| c.rehash_per_insert = 0),
-                "pt.hashed.rehash_per_insert",
+                "schemes.hashed.table.rehash_per_insert",
             ),
             (
                 Box::new(|c| c.mehpt.chunk_sizes = vec![8192, 4096]),
-                "pt.hashed.mehpt.chunk_sizes[1]",
+                "schemes.hashed.table.mehpt.chunk_sizes[1]",
             ),
             (
                 Box::new(|c| c.mehpt.chunk_sizes = vec![3000]),
-                "pt.hashed.mehpt.chunk_sizes[0]",
+                "schemes.hashed.table.mehpt.chunk_sizes[0]",
             ),
             (
                 Box::new(|c| c.cwt_section_lines = 3),
-                "pt.hashed.cwt_section_lines",
+                "schemes.hashed.table.cwt_section_lines",
             ),
             (
                 Box::new(|c| c.mehpt.l2p_entries = 0),
-                "pt.hashed.mehpt.l2p_entries",
+                "schemes.hashed.table.mehpt.l2p_entries",
             ),
         ];
         for (mutate, key) in cases {
             let mut c = HashedConfig::default();
             mutate(&mut c);
-            let e = c.validate("pt.hashed").unwrap_err().to_string();
+            let e = c.validate("schemes.hashed.table").unwrap_err().to_string();
             assert!(e.contains(&format!("`{key}`")), "{e} should name {key}");
         }
     }

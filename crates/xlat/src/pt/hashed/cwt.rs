@@ -448,10 +448,10 @@ mod tests {
     use super::*;
     use PageSize::*;
 
-    fn rig() -> (PtStore, crate::os::physmem::BuddyAllocator) {
+    fn rig() -> (PtStore, crate::mem::physmem::BuddyAllocator) {
         (
             PtStore::new(),
-            crate::os::physmem::BuddyAllocator::new(1024),
+            crate::mem::physmem::BuddyAllocator::new(1024),
         )
     }
 

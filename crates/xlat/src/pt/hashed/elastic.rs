@@ -956,7 +956,7 @@ impl ElasticTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::os::physmem::BuddyAllocator;
+    use crate::mem::physmem::BuddyAllocator;
     use crate::pt::hashed::cost::{paper_points, CostModel};
     use crate::pt::hashed::way::ProcAcct;
     use crate::pt::PtContext;

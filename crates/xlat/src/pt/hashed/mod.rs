@@ -12,8 +12,8 @@
 //!
 //! # API for the walker
 //!
-//! The walker reaches the table through `PageTable::as_any()` downcast to
-//! [`HashedPageTable`] and uses:
+//! The walker (`schemes::hashed`) reads [`HashedPageTable`] as its scheme's table type and
+//! uses:
 //!
 //! * [`HashedPageTable::probe_lines`]`(store, size, vpn, &mut [ProbeLine])`: the W lines a
 //!   hardware walk of the `size` table probes in parallel for `vpn`, one per way, each in the

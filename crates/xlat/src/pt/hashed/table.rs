@@ -14,7 +14,6 @@ use crate::error::Result;
 use crate::pt::store::PtStore;
 use crate::pt::{PageTable, PtContext};
 use crate::rng::Rng;
-use std::any::Any;
 
 /// Random-number stream of the hashed page tables (way choice); one sub-stream per size.
 pub const RNG_STREAM: u64 = 0x4850_5400;
@@ -310,9 +309,5 @@ impl PageTable for HashedPageTable {
 
     fn bytes(&self) -> u64 {
         self.acct.bytes + self.cwt.bytes()
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

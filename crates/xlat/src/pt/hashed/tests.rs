@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::addr::{PageSize, Pfn, Vpn};
-use crate::os::physmem::BuddyAllocator;
+use crate::mem::physmem::BuddyAllocator;
 use crate::pt::store::PtStore;
 use crate::pt::{PageTable, PtContext};
 use crate::rng::Rng;

@@ -6,7 +6,7 @@
 
 use super::{kernel_config, start, Access, Emit, Graph, GraphSource, Setup};
 use crate::error::Result;
-use crate::os::Os;
+use crate::os::AddressSpaces;
 use crate::rng::Rng;
 use crate::workload::emit::{Array, Emitter, ThreadedSource};
 use crate::workload::nonzero;
@@ -50,7 +50,7 @@ impl BcConfig {
         nonzero(format!("{path}.sources"), self.sources as u64)
     }
 
-    pub fn build(&self, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+    pub fn build(&self, os: &mut dyn AddressSpaces, pid: u16, seed: u64) -> Result<ThreadedSource> {
         let keys = self.keys();
         let sources = self.sources;
         start(

@@ -42,7 +42,7 @@ pub use tc::TcConfig;
 use super::emit::{Array, Emitter, RecId, SimHeap, Stop, ThreadedSource};
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
-use crate::os::{MapKind, Os};
+use crate::os::{AddressSpaces, MapKind};
 use crate::rng::{self, Rng};
 use std::ops::Range;
 
@@ -182,7 +182,7 @@ impl GraphSource {
 /// Allocation of a kernel's property arrays in the simulated process, before the graph exists.
 pub(crate) struct Setup<'a> {
     heap: SimHeap,
-    os: &'a mut Os,
+    os: &'a mut dyn AddressSpaces,
     vertices: u64,
 }
 
@@ -292,7 +292,7 @@ pub(crate) fn start<P, K>(
     source: GraphSource,
     keys: &GraphKeys,
     weighted: bool,
-    os: &mut Os,
+    os: &mut dyn AddressSpaces,
     pid: u16,
     seed: u64,
     props: impl FnOnce(&mut Setup) -> Result<P>,
@@ -340,13 +340,13 @@ pub(crate) mod testutil {
     use std::hash::{Hash, Hasher};
     use std::sync::mpsc;
 
-    pub fn os() -> Os {
-        let cfg = crate::config::load(
+    pub fn os() -> crate::os::Os<crate::pt::radix::RadixPageTable> {
+        let cfg = crate::SimConfig::load(
             "baseline-radix",
             &["os.physmem.fragmentation=0.0".to_string()],
         )
         .unwrap();
-        Os::for_config(&cfg).unwrap()
+        crate::sim::system::boot_os::<crate::schemes::radix::Radix>(&cfg).unwrap()
     }
 
     pub fn drain(s: &mut dyn RecordSource) -> Vec<Record> {

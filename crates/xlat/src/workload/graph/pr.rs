@@ -6,7 +6,7 @@
 
 use super::{kernel_config, start, Access, Emit, Graph, GraphSource, Setup};
 use crate::error::Result;
-use crate::os::Os;
+use crate::os::AddressSpaces;
 use crate::workload::emit::{Array, Emitter, ThreadedSource};
 use crate::workload::nonzero;
 
@@ -43,7 +43,7 @@ impl PrConfig {
         nonzero(format!("{path}.iterations"), self.iterations as u64)
     }
 
-    pub fn build(&self, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+    pub fn build(&self, os: &mut dyn AddressSpaces, pid: u16, seed: u64) -> Result<ThreadedSource> {
         let keys = self.keys();
         let iterations = self.iterations;
         start(

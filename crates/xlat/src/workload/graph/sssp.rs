@@ -6,7 +6,7 @@
 
 use super::{kernel_config, start, Access, Emit, Graph, GraphSource, Setup};
 use crate::error::Result;
-use crate::os::Os;
+use crate::os::AddressSpaces;
 use crate::workload::emit::{Array, Emitter, RecId, ThreadedSource};
 
 kernel_config! {
@@ -43,7 +43,7 @@ impl SsspConfig {
         self.keys().validate(path)
     }
 
-    pub fn build(&self, os: &mut Os, pid: u16, seed: u64) -> Result<ThreadedSource> {
+    pub fn build(&self, os: &mut dyn AddressSpaces, pid: u16, seed: u64) -> Result<ThreadedSource> {
         let keys = self.keys();
         start(
             GraphSource::kronecker(&keys),

@@ -6,11 +6,11 @@
 //! resumes below the deepest hit. A cold 4 KiB walk reads 4 entries, 2 MiB 3, 1 GiB 2; a PD-cache
 //! hit leaves one.
 
-use super::walk::WalkPlan;
 use crate::addr::{PageSize, Pfn, VirtAddr};
 use crate::assoc::SetAssoc;
-use crate::config::TlbConfig;
 use crate::mem::MemKind;
+use crate::mmu::config::TlbConfig;
+use crate::mmu::walk::WalkPlan;
 use crate::pt::radix::{entry_addr, entry_frame, leaf_size, RadixPageTable, PRESENT};
 use crate::pt::store::PtStore;
 use serde::Serialize;

@@ -1,24 +1,27 @@
-//! The simulation: builds a system from a config and runs the reference loop (DESIGN.md §2).
+//! One system of a scheme `S`: its core, MMU, cache hierarchy and DRAM, and its OS, running
+//! the reference loop (docs/architecture.md, "one reference"). Everything here is generic over
+//! the scheme, so the loop is compiled once per scheme with no virtual calls.
 
-use crate::config::SimConfig;
+use super::SimConfig;
 use crate::core::Core;
 use crate::error::{Error, Result};
 use crate::mem::{Hierarchy, Level, MemKind};
-use crate::mmu::{Found, Mmu};
-use crate::os::Os;
-pub use crate::stats::Stats;
+use crate::mmu::{Mmu, Outcome, PageTables, Translation};
+use crate::os::{AddressSpaces, Os};
+use crate::pt::store::PtStore;
+use crate::schemes::{BuildCtx, Scheme, TableOf};
 use crate::stats::{
-    CachesSnapshot, CoreSnapshot, EpochSample, Summary, VerifySnapshot, WalkSnapshot,
+    CachesSnapshot, CoreSnapshot, EpochSample, Stats, Summary, VerifySnapshot, WalkSnapshot,
 };
 use crate::trace::{Op, Record, RecordSource};
 
 /// Records pulled from the source per batch.
-const BATCH: usize = 4096;
+pub const BATCH: usize = 4096;
 
-pub struct Simulation {
+pub struct System<S: Scheme> {
     cfg: SimConfig,
-    pub os: Os,
-    pub mmu: Mmu,
+    pub os: Os<TableOf<S>>,
+    pub mmu: Mmu<S::Mmu>,
     pub mem: Hierarchy,
     pub core: Core,
     source: Box<dyn RecordSource>,
@@ -31,26 +34,72 @@ pub struct Simulation {
     verified: u64,
 }
 
-impl Simulation {
-    /// Build the system of `cfg` running its configured workload.
-    pub fn new(cfg: SimConfig) -> Result<Simulation> {
-        let workload = cfg.workload.clone();
-        let seed = cfg.seed;
-        Simulation::with_source(cfg, |os| crate::workload::build(&workload, os, seed))
+/// The OS as the MMU reads it.
+impl<T: crate::pt::PageTable> PageTables for Os<T> {
+    type Table = T;
+    #[inline]
+    fn table(&self, pid: u16) -> Result<&T> {
+        Ok(&self.process(pid)?.pt)
     }
+    #[inline]
+    fn store(&self) -> &PtStore {
+        &self.store
+    }
+    #[inline]
+    fn truth(
+        &self,
+        pid: u16,
+        va: crate::addr::VirtAddr,
+    ) -> Option<(crate::addr::Pfn, crate::addr::PageSize)> {
+        Os::truth(self, pid, va)
+    }
+}
 
+/// Boot the OS of `cfg` for scheme `S`: physical memory, and the scheme's page-table
+/// organisation and frame policy.
+pub fn boot_os<S: Scheme>(cfg: &SimConfig) -> Result<Os<TableOf<S>>> {
+    let sections = cfg.schemes.clone();
+    let mmu = cfg.mmu.clone();
+    let seed = cfg.seed;
+    let ctx = BuildCtx {
+        sections: &cfg.schemes,
+        mmu: &cfg.mmu,
+        seed,
+    };
+    let frames = S::frames(&ctx);
+    Os::new(
+        &cfg.os,
+        seed,
+        Box::new(move |pt, pid| {
+            let ctx = BuildCtx {
+                sections: &sections,
+                mmu: &mmu,
+                seed,
+            };
+            S::new_table(&ctx, pt, pid)
+        }),
+        frames,
+    )
+}
+
+impl<S: Scheme> System<S> {
     /// Build the system of `cfg` with records from `make_source`, which may create processes
     /// and mappings in the OS first.
-    pub fn with_source(
+    pub fn new(
         cfg: SimConfig,
-        make_source: impl FnOnce(&mut Os) -> Result<Box<dyn RecordSource>>,
-    ) -> Result<Simulation> {
-        cfg.validate()?;
-        let mut os = Os::for_config(&cfg)?;
+        make_source: impl FnOnce(&mut dyn AddressSpaces) -> Result<Box<dyn RecordSource>>,
+    ) -> Result<System<S>> {
+        let mut os = boot_os::<S>(&cfg)?;
         let source = make_source(&mut os)?;
         let warm = cfg.sim.warmup_instructions == 0;
-        Ok(Simulation {
-            mmu: Mmu::new(&cfg)?,
+        let ctx = BuildCtx {
+            sections: &cfg.schemes,
+            mmu: &cfg.mmu,
+            seed: cfg.seed,
+        };
+        let scheme_mmu = S::mmu(&ctx, &mut os.buddy)?;
+        Ok(System {
+            mmu: Mmu::new(&cfg.mmu, scheme_mmu),
             mem: Hierarchy::new(&cfg.cache, &cfg.dram, cfg.core.frequency_ghz),
             core: Core::new(&cfg.core),
             os,
@@ -74,18 +123,14 @@ impl Simulation {
     pub fn step(&mut self, rec: &Record) -> Result<()> {
         self.core.non_memory(rec.instr_delta);
         let issue = self.core.issue_memory(rec.dep);
-        let t = self.mmu.translate(
-            rec.vaddr,
-            rec.pid,
-            rec.op,
-            issue,
-            self.core.older_retired(),
-            &mut self.os,
-            &mut self.mem,
-        )?;
-        if let Found::Fault { resume } = t.found {
-            self.core.refetch_from(resume);
-        }
+        let t =
+            match self
+                .mmu
+                .translate(rec.vaddr, rec.pid, rec.op, issue, &self.os, &mut self.mem)?
+            {
+                Outcome::Done(t) => t,
+                Outcome::Fault(f) => self.fault(f)?,
+            };
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
         }
@@ -102,6 +147,26 @@ impl Simulation {
         };
         self.core.complete_memory(complete, store);
         Ok(())
+    }
+
+    /// The OS handles the page fault the MMU reported (once every older instruction has
+    /// retired: faults are precise), the MMU shoots down what the OS moved, and the
+    /// instruction translates again; younger instructions refetch after the handler.
+    #[cold]
+    fn fault(&mut self, f: crate::mmu::FaultRequest) -> Result<Translation> {
+        let (_, _, fault_cycles) = self.os.fault(f.pid, f.va)?;
+        for (owner, vpn) in self.os.take_shootdowns() {
+            self.mmu
+                .shootdown(owner, &[(vpn, crate::addr::PageSize::Size4K)]);
+        }
+        let older_retired = self.core.older_retired();
+        let t = self
+            .mmu
+            .finish_fault(f, older_retired, fault_cycles, &self.os, &mut self.mem)?;
+        if let crate::mmu::Found::Fault { resume } = t.found {
+            self.core.refetch_from(resume);
+        }
+        Ok(t)
     }
 
     fn verify(&mut self, rec: &Record, got: crate::addr::PhysAddr) -> Result<()> {

@@ -12,7 +12,7 @@
 //! 64 MB allocations succeed) and the higher fragmentation where they fail.
 //!
 //! The time compaction takes is part of the measured allocation cost the caller charges
-//! (`pt.hashed.alloc_cost`, measured at 0.7 FMFI), so it is not added here.
+//! (`schemes.hashed.table.alloc_cost`, measured at 0.7 FMFI), so it is not added here.
 
 use super::{block_frames, BuddyAllocator};
 use crate::addr::Pfn;

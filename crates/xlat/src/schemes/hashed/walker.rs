@@ -11,17 +11,18 @@
 //! ME-HPT's L2P access (shift, L2P read, mask) runs during the CWC access, so it adds latency
 //! only where it is longer.
 
-use super::walk::WalkPlan;
 use crate::addr::{PageSize, Pfn, VirtAddr};
 use crate::assoc::{Replacement, SetAssoc};
 use crate::error::{Error, Result};
 use crate::mem::MemKind;
+use crate::mmu::walk::WalkPlan;
 use crate::pt::hashed::cwt::{RawEntry, WayMask};
 use crate::pt::hashed::{HashedPageTable, HptKind, ProbeLine};
 use crate::pt::store::PtStore;
 use serde::{Deserialize, Serialize};
 
-/// `[mmu.hpt]`: timing and CWC geometry of the hashed-page-table walker (ME-HPT Table III).
+/// `[schemes.hashed.walker]`: timing and CWC geometry of the hashed-page-table walker (ME-HPT
+/// Table III).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HptWalkerConfig {

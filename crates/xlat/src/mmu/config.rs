@@ -1,0 +1,89 @@
+//! `[mmu]`: TLB arrays and levels, walkers.
+
+use crate::addr::PageSize;
+use crate::assoc::Replacement;
+use crate::config::{nonzero, pow2, Validate};
+use crate::error::{Error, Result};
+use crate::mem::hierarchy::WalkerEntry;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One TLB array. `entries = 0` removes it from the system.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbConfig {
+    pub entries: u32,
+    pub ways: u32,
+    /// Access latency in cycles.
+    pub latency: u32,
+    pub replacement: Replacement,
+    /// Page sizes this array holds (`"4K"`, `"2M"`, `"1G"`).
+    pub page_sizes: Vec<PageSize>,
+}
+
+impl TlbConfig {
+    /// Sets of this array (valid only after `validate`).
+    pub fn sets(&self) -> u32 {
+        self.entries / self.ways
+    }
+
+    pub fn validate(&self, path: &str) -> Result<()> {
+        if self.entries == 0 {
+            return Ok(()); // absent
+        }
+        nonzero(format!("{path}.ways"), self.ways as u64)?;
+        nonzero(format!("{path}.latency"), self.latency as u64)?;
+        if !self.entries.is_multiple_of(self.ways) {
+            return Err(Error::config(
+                format!("{path}.entries"),
+                format!(
+                    "{} entries are not a multiple of {} ways",
+                    self.entries, self.ways
+                ),
+            ));
+        }
+        pow2(
+            format!("{path}.entries"),
+            "entries / ways (the set count)",
+            self.sets() as u64,
+        )?;
+        if self.page_sizes.is_empty() {
+            return Err(Error::config(
+                format!("{path}.page_sizes"),
+                "must name at least one page size",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `[mmu]`: the TLB levels and walkers every scheme has (a scheme's own structures, such as
+/// page-walk caches or a range TLB, are configured in its `[schemes.<name>]` section).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MmuConfig {
+    /// Concurrent page walks the core can have in flight.
+    pub walkers: u32,
+    /// Cache level where page-walk requests enter the hierarchy: `l1d`, `l2` or `llc`.
+    pub walker_entry: WalkerEntry,
+    /// L1 instruction TLB.
+    pub itlb: TlbConfig,
+    /// L1 data TLBs, by name (e.g. `4k`, `2m`, `1g`), probed in parallel.
+    pub l1tlb: BTreeMap<String, TlbConfig>,
+    /// L2 TLBs, by name (e.g. `unified`), probed in parallel after an L1 miss.
+    pub l2tlb: BTreeMap<String, TlbConfig>,
+}
+
+impl Validate for MmuConfig {
+    fn validate(&self) -> Result<()> {
+        nonzero("mmu.walkers".into(), self.walkers as u64)?;
+        self.itlb.validate("mmu.itlb")?;
+        for (name, t) in &self.l1tlb {
+            t.validate(&format!("mmu.l1tlb.{name}"))?;
+        }
+        for (name, t) in &self.l2tlb {
+            t.validate(&format!("mmu.l2tlb.{name}"))?;
+        }
+        Ok(())
+    }
+}

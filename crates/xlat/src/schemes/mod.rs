@@ -1,0 +1,128 @@
+//! The scheme registry: the one place where a translation system is assembled from named
+//! parts.
+//!
+//! A scheme is a type implementing [`Scheme`]: it names its MMU parts ([`MmuScheme`]: walker,
+//! side paths beside the L2 TLB, an L3 TLB level), through them its page-table organisation,
+//! and how it builds them and the frame policy of its OS. It lives in its own folder here, with
+//! its config section (`[schemes.<section>]`), its presets, its stats subtree and its tests;
+//! adding one is that folder plus one line in [`registry!`] below (and one in [`sections!`] if
+//! it brings a config section of its own). docs/extending.md walks through RMM as the example.
+//!
+//! Dispatch is static: the system is generic over the scheme, so each scheme's reference loop
+//! is compiled on its own with no virtual call. [`visit`] turns a scheme's name into that type
+//! for a [`Visitor`], the only place a name is matched.
+
+pub mod hashed;
+pub mod perfect_tlb;
+pub mod radix;
+
+use crate::error::{Error, Result};
+use crate::mem::physmem::BuddyAllocator;
+use crate::mmu::config::MmuConfig;
+use crate::mmu::MmuScheme;
+use crate::os::{BuddyFrames, FramePolicy};
+use crate::pt::PtContext;
+use serde::{Deserialize, Serialize};
+
+/// What a scheme's builders see of the system config.
+pub struct BuildCtx<'a> {
+    pub sections: &'a SchemeSections,
+    pub mmu: &'a MmuConfig,
+    pub seed: u64,
+}
+
+/// The page-table organisation of scheme `S`.
+pub type TableOf<S> = <<S as Scheme>::Mmu as MmuScheme>::Table;
+
+/// A translation system: how to build its parts.
+pub trait Scheme: 'static {
+    /// Its MMU parts, and through them its page-table organisation.
+    type Mmu: MmuScheme;
+
+    /// Build the MMU parts of one core. `buddy` lets a scheme take physical memory at boot
+    /// (a POM-TLB's DRAM array).
+    fn mmu(ctx: &BuildCtx, buddy: &mut BuddyAllocator) -> Result<Self::Mmu>;
+
+    /// A new, empty page table for process `pid`.
+    fn new_table(ctx: &BuildCtx, pt: &mut PtContext, pid: u16) -> Result<TableOf<Self>>;
+
+    /// The frame policy of the OS (default: the buddy allocator's choice).
+    fn frames(_ctx: &BuildCtx) -> Box<dyn FramePolicy> {
+        Box::new(BuddyFrames)
+    }
+}
+
+/// Something to do with a scheme's type, chosen by name at run time.
+pub trait Visitor {
+    type Output;
+    fn visit<S: Scheme>(self) -> Self::Output;
+}
+
+/// The registry: `"name" => Type, "one-line description";` per scheme.
+macro_rules! registry {
+    ($($name:literal => $ty:ty, $about:literal;)*) => {
+        /// `(name, one-line description)` of every registered scheme.
+        pub const SCHEMES: &[(&str, &str)] = &[$(($name, $about)),*];
+
+        /// Run `visitor` with the type of the scheme called `name`.
+        pub fn visit<V: Visitor>(name: &str, visitor: V) -> Result<V::Output> {
+            match name {
+                $($name => Ok(visitor.visit::<$ty>()),)*
+                _ => Err(unknown(name)),
+            }
+        }
+    };
+}
+
+registry! {
+    "radix" => radix::Radix,
+        "x86-64 4/5-level radix page table with split page-walk caches";
+    "perfect-tlb" => perfect_tlb::PerfectTlb,
+        "ideal bound: every translation hits in the L1 TLB (Utopia's P-TLB)";
+    "ecpt" => hashed::Ecpt,
+        "Elastic Cuckoo Page Tables: W-way cuckoo hashed tables per page size, CWCs (ME-HPT §II-B)";
+    "mehpt" => hashed::Mehpt,
+        "Memory-Efficient HPTs: ECPT with L2P chunks, in-place and per-way resizing (ME-HPT §IV)";
+}
+
+/// The config sections of the schemes: `name: Type;` each becomes `[schemes.<name>]`, with
+/// the type's defaults when a config leaves it out.
+macro_rules! sections {
+    ($($name:ident: $ty:ty;)*) => {
+        /// `[schemes]`: each scheme's own parameters, one section per part.
+        #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct SchemeSections {
+            $(#[serde(default)] pub $name: $ty,)*
+        }
+
+        impl SchemeSections {
+            pub fn validate(&self) -> Result<()> {
+                $(self.$name.validate(concat!("schemes.", stringify!($name)))?;)*
+                Ok(())
+            }
+        }
+    };
+}
+
+sections! {
+    radix: radix::RadixConfig;
+    hashed: hashed::HashedSchemeConfig;
+}
+
+fn unknown(name: &str) -> Error {
+    let known: Vec<&str> = SCHEMES.iter().map(|(n, _)| *n).collect();
+    Error::config(
+        "scheme",
+        format!("unknown scheme `{name}` (known: {})", known.join(", ")),
+    )
+}
+
+/// Whether `name` is a registered scheme.
+pub fn check_name(name: &str) -> Result<()> {
+    if SCHEMES.iter().any(|(n, _)| *n == name) {
+        Ok(())
+    } else {
+        Err(unknown(name))
+    }
+}

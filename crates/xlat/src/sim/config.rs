@@ -1,0 +1,89 @@
+//! The whole-system config: one TOML document describes a simulated system and its run. Each
+//! section is the config type of the component that owns it; this type only assembles them and
+//! checks what spans several (physical memory against the DRAM geometry).
+
+use crate::config::{self, Validate};
+use crate::core::CoreConfig;
+use crate::error::{Error, Result};
+use crate::mem::cache::CacheHierarchyConfig;
+use crate::mem::dram::DramConfig;
+use crate::mmu::config::MmuConfig;
+use crate::os::OsConfig;
+use crate::schemes::SchemeSections;
+use crate::workload::WorkloadConfig;
+use serde::{Deserialize, Serialize};
+
+/// The whole simulated system plus the run parameters.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    /// Seed of every random choice in the run (fragmentation, replacement, workloads).
+    pub seed: u64,
+    /// Translation scheme, by registry name (`xlat schemes` / docs list them).
+    pub scheme: String,
+    pub core: CoreConfig,
+    pub mmu: MmuConfig,
+    pub cache: CacheHierarchyConfig,
+    pub dram: DramConfig,
+    pub os: OsConfig,
+    /// Each scheme's own parameters, `[schemes.<section>]` (page-walk caches, hashed tables,
+    /// range TLB...). Sections a run's scheme does not use keep their defaults.
+    #[serde(default)]
+    pub schemes: SchemeSections,
+    pub sim: RunConfig,
+    pub workload: WorkloadConfig,
+}
+
+/// Run control.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Instructions simulated before all statistics are reset (structures stay warm).
+    pub warmup_instructions: u64,
+    /// Record a time-series sample every this many instructions (0 = off).
+    pub epoch_instructions: u64,
+    /// Check every translation against the OS's ground-truth mapping.
+    pub verify: bool,
+    /// Stop after this many instructions (0 = run the whole workload/trace).
+    pub max_instructions: u64,
+}
+
+impl SimConfig {
+    /// Load `spec` (a preset name or a TOML file path), apply `overrides` (`key=value`),
+    /// validate.
+    pub fn load(spec: &str, overrides: &[String]) -> Result<SimConfig> {
+        config::load(spec, overrides)
+    }
+
+    /// The config as TOML text (what is saved beside a run's stats).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("a validated config always serialises")
+    }
+}
+
+impl Validate for SimConfig {
+    /// Check geometry and ranges; every error names the full key.
+    fn validate(&self) -> Result<()> {
+        self.core.validate()?;
+        self.mmu.validate()?;
+        self.cache.l1d.validate("cache.l1d")?;
+        self.cache.l2.validate("cache.l2")?;
+        self.cache.llc.validate("cache.llc")?;
+        self.dram.validate("dram")?;
+        self.os.validate("os")?;
+        if let Some(cap) = self.dram.capacity_bytes() {
+            if self.os.physmem.bytes > cap {
+                return Err(Error::config(
+                    "os.physmem.bytes",
+                    format!(
+                        "{} bytes do not fit in the DRAM geometry ({cap} bytes; see dram.rows)",
+                        self.os.physmem.bytes
+                    ),
+                ));
+            }
+        }
+        crate::schemes::check_name(&self.scheme)?;
+        self.schemes.validate()?;
+        self.workload.validate("workload")
+    }
+}
