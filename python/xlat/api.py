@@ -25,7 +25,7 @@ import math
 import numbers
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Union
 
@@ -353,9 +353,14 @@ def preset_text(name: str) -> str:
 
 
 def bench(
-    workload: str = "gups", references: int = 5_000_000, config: PathLike = DEFAULT_CONFIG
+    workload: str = "gups",
+    references: int = 5_000_000,
+    config: PathLike = DEFAULT_CONFIG,
+    overrides: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Measure simulation speed: run ``workload`` on ``config`` for ``references``.
+
+    ``overrides`` are ``key=value`` config overrides (``sim.cores=4`` for a multi-core system).
 
     Returns:
         ``{"workload", "references", "setup_seconds", "seconds", "refs_per_second"}``: the
@@ -365,9 +370,9 @@ def bench(
         raise TypeError(f"references must be an integer, got {references!r}")
     if references <= 0:
         raise ValueError(f"references must be positive, got {references}")
-    if os.fspath(config) == DEFAULT_CONFIG:
-        return json.loads(engine().bench(workload, int(references)))
-    return json.loads(engine().bench(workload, int(references), os.fspath(config)))
+    return json.loads(
+        engine().bench(workload, int(references), os.fspath(config), [str(o) for o in overrides])
+    )
 
 
 def bench_generator(workload: str = "gups", references: int = 5_000_000) -> dict[str, Any]:

@@ -113,6 +113,8 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     result: list[str] = []
     if getattr(args, "refs", None) is not None:
         result.append(f"workload.references={args.refs}")
+    if getattr(args, "cores", None) is not None:
+        result.append(f"sim.cores={args.cores}")
     if getattr(args, "verify", False):
         result.append("sim.verify=true")
     for entry in getattr(args, "set", None) or []:
@@ -247,8 +249,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.generators:
         results = [api.bench_generator(workload, args.refs) for workload in workloads]
     else:
+        cores = [f"sim.cores={args.cores}", f"workload.threads={args.cores}"] if args.cores else []
         results = [
-            {**api.bench(workload, args.refs, config), "config": config}
+            {**api.bench(workload, args.refs, config, cores), "config": config}
             for config in configs
             for workload in workloads
         ]
@@ -256,6 +259,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         _print(json.dumps(results, indent=2))
         return 0
     what = "generators alone (no simulation)" if args.generators else ", ".join(configs)
+    if args.cores and not args.generators:
+        what += f", {args.cores} cores"
     lines = [f"xlat bench: {what}, {args.refs:,} references per workload"]
     lines.append(f"  {'workload':<24}{'setup s':>9}{'seconds':>10}{'refs/s':>16}")
     for r in results:
@@ -590,6 +595,13 @@ def _add_system_options(p: argparse.ArgumentParser, *, multi: bool, trace: bool)
         metavar="N",
         help="number of memory references to simulate, e.g. 5M (= --set workload.references=N)",
     )
+    p.add_argument(
+        "--cores",
+        type=parse_count,
+        metavar="N",
+        help="cores of the system (= --set sim.cores=N); a workload's threads or a mix's "
+        "members run one per core",
+    )
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
@@ -692,6 +704,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="NAME|FILE",
         help="system to simulate, repeatable to compare in one run (default: baseline-radix)",
+    )
+    p.add_argument(
+        "--cores",
+        type=parse_count,
+        metavar="N",
+        help="simulate an N-core system running N threads of each workload "
+        "(= sim.cores=N, workload.threads=N); refs/s counts every core's references",
     )
     p.add_argument(
         "--generators",

@@ -1,4 +1,4 @@
-//! Python bindings: the module `xlat._core`. Thin by design (DESIGN.md §1): it converts
+//! Python bindings: the module `xlat._core`. Thin by design: it converts
 //! arguments, releases the GIL around simulation, draws the progress bar, and maps engine errors
 //! to `XlatError` with the engine's message.
 
@@ -171,17 +171,18 @@ fn workloads() -> Vec<(&'static str, &'static str)> {
     xlat::workload::WORKLOADS.to_vec()
 }
 
-/// Simulated references per second of `workload` on baseline-radix, as JSON.
+/// Simulated references per second of `workload` on `config` (with `overrides`), as JSON.
 #[pyfunction]
 #[pyo3(name = "bench")]
-#[pyo3(signature = (workload, references, config="baseline-radix".to_string()))]
+#[pyo3(signature = (workload, references, config="baseline-radix".to_string(), overrides=Vec::new()))]
 fn run_bench(
     py: Python<'_>,
     workload: String,
     references: u64,
     config: String,
+    overrides: Vec<String>,
 ) -> PyResult<String> {
-    py.detach(move || xlat::run::bench(&config, &workload, references))
+    py.detach(move || xlat::run::bench(&config, &workload, references, &overrides))
         .map(|r| serde_json::to_string(&r).expect("bench result serialises"))
         .map_err(to_py)
 }

@@ -2,7 +2,7 @@
 //!
 //! Every component that needs randomness owns its own `Rng`, seeded from the run seed and a
 //! component-specific stream id, so that adding randomness to one component never changes the
-//! numbers another one draws (DESIGN.md §3 rule 2).
+//! numbers another one draws (docs/architecture.md, "rules").
 
 /// xoshiro256** (Blackman & Vigna), a small fast generator with a 2^256 period.
 #[derive(Clone, Debug)]

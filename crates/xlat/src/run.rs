@@ -92,11 +92,17 @@ impl StreamClock {
     }
 }
 
-fn bench_config(system: &str, workload: &str, references: u64) -> Result<SimConfig> {
-    let ov = vec![
+fn bench_config(
+    system: &str,
+    workload: &str,
+    references: u64,
+    overrides: &[String],
+) -> Result<SimConfig> {
+    let mut ov = vec![
         format!("workload.name={workload}"),
         format!("workload.references={references}"),
     ];
+    ov.extend_from_slice(overrides);
     SimConfig::load(system, &ov)
 }
 
@@ -104,9 +110,15 @@ fn bench_config(system: &str, workload: &str, references: u64) -> Result<SimConf
 /// `baseline-radix` for the headline numbers: gups over a 4 GiB table, where nearly every
 /// reference misses every TLB, and stream, where nearly every one hits). Booting memory and
 /// building the workload are excluded, and so is the generator's set-up before its first
-/// records (reported as `setup_seconds`): the rate is that of the reference loop.
-pub fn bench(system: &str, workload: &str, references: u64) -> Result<BenchResult> {
-    let mut sim = Simulation::new(bench_config(system, workload, references)?)?;
+/// records (reported as `setup_seconds`): the rate is that of the reference loop, over all
+/// cores. `overrides` are `key=value` config overrides (e.g. `sim.cores=4`).
+pub fn bench(
+    system: &str,
+    workload: &str,
+    references: u64,
+    overrides: &[String],
+) -> Result<BenchResult> {
+    let mut sim = Simulation::new(bench_config(system, workload, references, overrides)?)?;
     let mut clock = StreamClock::new();
     let stats = sim.run(&mut |done, _| {
         clock.tick(done);
@@ -150,7 +162,7 @@ pub fn record(
 /// Records per second a workload generator produces on its own (no simulation), measured the
 /// same way as [`bench`], to compare with it: generation must never be the bottleneck.
 pub fn bench_generator(workload: &str, references: u64) -> Result<BenchResult> {
-    let cfg = bench_config("baseline-radix", workload, references)?;
+    let cfg = bench_config("baseline-radix", workload, references, &[])?;
     let mut os = crate::sim::boot_os(&cfg)?;
     let mut source = crate::workload::build(&cfg.workload, os.as_mut(), cfg.seed)?;
     let mut buf = Vec::with_capacity(4096);

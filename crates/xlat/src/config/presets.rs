@@ -1,5 +1,5 @@
 //! Built-in presets: the system tables of the papers, as TOML. The files live in
-//! `python/xlat/presets/` (DESIGN.md §4) and are compiled into the engine so that the CLI, the
+//! `python/xlat/presets/` and are compiled into the engine so that the CLI, the
 //! Python API and Rust tests all see the same text.
 
 /// `(name, TOML text)` of every preset.

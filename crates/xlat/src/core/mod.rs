@@ -1,4 +1,4 @@
-//! Core timing: the ROB-window out-of-order model of DESIGN.md §2 (and in-order as ROB = 1).
+//! Core timing: the ROB-window out-of-order model (docs/concepts.md) (and in-order as ROB = 1).
 //!
 //! Instructions dispatch in order, at most `width` per cycle, and an instruction cannot dispatch
 //! before the one `rob_size` older has retired. A memory instruction's address is ready at
@@ -78,6 +78,16 @@ pub struct CoreStats {
     pub dep_wait_cycles: u64,
 }
 
+impl CoreStats {
+    pub fn add(&mut self, o: &CoreStats) {
+        self.memory_refs += o.memory_refs;
+        self.loads += o.loads;
+        self.stores += o.stores;
+        self.rob_stall_cycles += o.rob_stall_cycles;
+        self.dep_wait_cycles += o.dep_wait_cycles;
+    }
+}
+
 impl Core {
     pub fn new(cfg: &CoreConfig) -> Core {
         let rob = match cfg.model {
@@ -109,6 +119,19 @@ impl Core {
 
     /// When every instruction dispatched before the current memory instruction has retired
     /// (retirement is in order).
+    /// The core's own clock: the cycle its next instruction dispatches at. A multi-core
+    /// system steps the core whose clock is smallest.
+    pub fn now(&self) -> u64 {
+        self.dispatch_cycle
+    }
+
+    /// An interrupt (a TLB-shootdown IPI) takes `cycles` of this core's time: nothing
+    /// dispatches until its handler returns.
+    pub fn interrupt(&mut self, cycles: u64) {
+        let resume = self.dispatch_cycle.max(self.last_retire) + cycles;
+        self.refetch_from(resume);
+    }
+
     pub fn older_retired(&self) -> u64 {
         self.last_retire
     }

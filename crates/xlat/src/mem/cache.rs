@@ -153,11 +153,30 @@ impl Cache {
     }
 
     pub fn snapshot(&self) -> CacheSnapshot {
-        let occ = self.occupancy();
+        Cache::combined([self])
+    }
+
+    /// The stats of several caches of one level as one (the private caches of all cores):
+    /// counts and blocks add up, the translation fraction is over their whole capacity.
+    pub fn combined<'a>(caches: impl IntoIterator<Item = &'a Cache>) -> CacheSnapshot {
+        let mut occ = [0; KINDS];
+        let mut stats = CacheStats::default();
+        let mut capacity = 0;
+        for c in caches {
+            for (o, n) in occ.iter_mut().zip(c.occupancy()) {
+                *o += n;
+            }
+            for (h, n) in stats.by_kind.iter_mut().zip(&c.stats.by_kind) {
+                h.hits += n.hits;
+                h.misses += n.misses;
+            }
+            stats.writebacks += c.stats.writebacks;
+            capacity += c.capacity_blocks();
+        }
         let mut by_kind = BTreeMap::new();
         let mut occupancy = BTreeMap::new();
         for k in MemKind::all() {
-            let hm = self.stats.by_kind[k.index()];
+            let hm = stats.by_kind[k.index()];
             if hm.hits + hm.misses > 0 {
                 by_kind.insert(k.name(), hm);
             }
@@ -165,15 +184,15 @@ impl Cache {
                 occupancy.insert(k.name(), occ[k.index()]);
             }
         }
-        let hits: u64 = self.stats.by_kind.iter().map(|h| h.hits).sum();
-        let misses: u64 = self.stats.by_kind.iter().map(|h| h.misses).sum();
+        let hits: u64 = stats.by_kind.iter().map(|h| h.hits).sum();
+        let misses: u64 = stats.by_kind.iter().map(|h| h.misses).sum();
         CacheSnapshot {
             hits,
             misses,
-            writebacks: self.stats.writebacks,
+            writebacks: stats.writebacks,
             by_kind,
             occupancy,
-            translation_fraction: Self::translation_share(&occ, self.capacity_blocks()),
+            translation_fraction: Self::translation_share(&occ, capacity),
         }
     }
 }

@@ -5,7 +5,7 @@
 //! Lines are filled into every level they missed in (non-inclusive, allocate on miss).
 
 use super::cache::Cache;
-use super::cache::CacheHierarchyConfig;
+use super::cache::{CacheHierarchyConfig, CacheSnapshot};
 use super::dram::{Dram, Requester};
 use super::kind::MemKind;
 use crate::addr::PhysAddr;
@@ -44,21 +44,39 @@ impl WalkerEntry {
     }
 }
 
+/// The cache hierarchy and DRAM of a system: each core's private L1D and L2, the shared LLC
+/// and DRAM. Accesses go through the private caches of the core [`Hierarchy::set_core`] last
+/// selected (the system selects the core it steps), so the MMU and walkers of every scheme
+/// take one `&mut Hierarchy` whatever the core count.
 pub struct Hierarchy {
-    caches: [Cache; 3],
+    /// `[L1D, L2]` of each core.
+    private: Vec<[Cache; 2]>,
+    llc: Cache,
     pub dram: Dram,
+    core: usize,
 }
 
 impl Hierarchy {
-    pub fn new(cfg: &CacheHierarchyConfig, dram: &DramConfig, core_ghz: f64) -> Hierarchy {
+    pub fn new(
+        cfg: &CacheHierarchyConfig,
+        dram: &DramConfig,
+        core_ghz: f64,
+        cores: usize,
+    ) -> Hierarchy {
         Hierarchy {
-            caches: [
-                Cache::new(&cfg.l1d),
-                Cache::new(&cfg.l2),
-                Cache::new(&cfg.llc),
-            ],
+            private: (0..cores.max(1))
+                .map(|_| [Cache::new(&cfg.l1d), Cache::new(&cfg.l2)])
+                .collect(),
+            llc: Cache::new(&cfg.llc),
             dram: Dram::new(dram, core_ghz),
+            core: 0,
         }
+    }
+
+    /// Send the following accesses through the private caches of `core`.
+    #[inline]
+    pub fn set_core(&mut self, core: usize) {
+        self.core = core;
     }
 
     /// Access `addr` starting at cache level `entry` at cycle `now`.
@@ -75,7 +93,10 @@ impl Hierarchy {
         let line = addr.line();
         let mut latency = 0;
         for level in (entry as usize)..3 {
-            let cache = &mut self.caches[level];
+            let cache = match level {
+                2 => &mut self.llc,
+                private => &mut self.private[self.core][private],
+            };
             latency += cache.latency();
             if cache.access(line, kind, write) {
                 return (latency, Level::ALL[level]);
@@ -90,12 +111,35 @@ impl Hierarchy {
         (latency, Level::Dram)
     }
 
-    pub fn cache(&self, level: Level) -> &Cache {
-        &self.caches[level as usize]
+    /// The cache of `level` of `core` (the LLC is the same for every core).
+    pub fn cache_of(&self, core: usize, level: Level) -> &Cache {
+        match level {
+            Level::L1d => &self.private[core][0],
+            Level::L2 => &self.private[core][1],
+            _ => &self.llc,
+        }
+    }
+
+    /// The stats of one level over all cores.
+    pub fn snapshot(&self, level: Level) -> CacheSnapshot {
+        match level {
+            Level::L1d | Level::L2 => {
+                Cache::combined(self.private.iter().map(|p| &p[level as usize]))
+            }
+            _ => self.llc.snapshot(),
+        }
+    }
+
+    /// Fraction of the blocks of `level` (over all cores) holding translation metadata.
+    pub fn translation_fraction(&self, level: Level) -> f64 {
+        self.snapshot(level).translation_fraction
     }
 
     pub fn reset_stats(&mut self) {
-        self.caches.iter_mut().for_each(Cache::reset_stats);
+        for p in &mut self.private {
+            p.iter_mut().for_each(Cache::reset_stats);
+        }
+        self.llc.reset_stats();
         self.dram.reset_stats();
     }
 }

@@ -562,6 +562,79 @@ pub struct MmuSnapshot {
     pub counters: MmuCounters,
 }
 
+impl MmuSnapshot {
+    /// Add another core's counters to these (the system's totals over its cores).
+    pub fn merge(&mut self, other: &MmuSnapshot) {
+        self.itlb.add(&other.itlb);
+        self.l1tlb.merge(&other.l1tlb);
+        self.l2tlb.merge(&other.l2tlb);
+        for (name, v) in &other.scheme {
+            match self.scheme.get_mut(name) {
+                Some(mine) => add_json(mine, v),
+                None => {
+                    self.scheme.insert(name, v.clone());
+                }
+            }
+        }
+        self.counters.merge(&other.counters);
+    }
+}
+
+impl MmuCounters {
+    fn merge(&mut self, o: &MmuCounters) {
+        self.translations += o.translations;
+        self.l1_misses += o.l1_misses;
+        self.l2_misses += o.l2_misses;
+        self.walks += o.walks;
+        self.walk_cycles += o.walk_cycles;
+        self.walker_queue_cycles += o.walker_queue_cycles;
+        self.faults += o.faults;
+        self.shootdowns += o.shootdowns;
+    }
+}
+
+impl TlbLevelSnapshot {
+    fn merge(&mut self, other: &TlbLevelSnapshot) {
+        self.total.add(&other.total);
+        for (name, s) in &other.arrays {
+            self.arrays.entry(name.clone()).or_default().add(s);
+        }
+    }
+}
+
+/// Add the numbers of `other` into `into`, key by key: how a scheme's counters (any shape)
+/// sum over cores. Integers stay integers.
+fn add_json(into: &mut serde_json::Value, other: &serde_json::Value) {
+    use serde_json::Value;
+    match (into, other) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                match a.get_mut(k) {
+                    Some(mine) => add_json(mine, v),
+                    None => {
+                        a.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for (x, y) in a.iter_mut().zip(b) {
+                add_json(x, y);
+            }
+        }
+        (Value::Number(a), Value::Number(b)) => {
+            *a = match (a.as_u64(), b.as_u64()) {
+                (Some(x), Some(y)) => (x + y).into(),
+                _ => serde_json::Number::from_f64(
+                    a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0),
+                )
+                .unwrap_or_else(|| 0.into()),
+            };
+        }
+        _ => {}
+    }
+}
+
 /// Stats of one TLB level: the level as a whole (`accesses`, `hits`, `misses`) and each array
 /// (`<name>.hits` = translations it supplied; it was probed `accesses` times).
 #[derive(Clone, Debug, Serialize)]

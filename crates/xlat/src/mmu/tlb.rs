@@ -13,6 +13,14 @@ pub struct TlbStats {
     pub misses: u64,
 }
 
+impl TlbStats {
+    pub fn add(&mut self, o: &TlbStats) {
+        self.accesses += o.accesses;
+        self.hits += o.hits;
+        self.misses += o.misses;
+    }
+}
+
 pub struct Tlb {
     array: SetAssoc<Pfn>,
     latency: u64,

@@ -1,5 +1,5 @@
 //! WalkPlan: the memory references of one page walk as sequential steps of parallel references
-//! (DESIGN.md §2), and its execution against the cache hierarchy.
+//! (docs/architecture.md), and its execution against the cache hierarchy.
 
 use crate::addr::PhysAddr;
 use crate::mem::{Hierarchy, Level, MemKind};
@@ -95,6 +95,15 @@ pub struct WalkRefSnapshot {
 }
 
 impl WalkRefStats {
+    pub fn add(&mut self, o: &WalkRefStats) {
+        for (a, b) in self.by_level.iter_mut().zip(o.by_level) {
+            *a += b;
+        }
+        for (a, b) in self.by_kind.iter_mut().zip(o.by_kind) {
+            *a += b;
+        }
+    }
+
     pub fn snapshot(&self) -> WalkRefSnapshot {
         let names = ["l1", "l2", "llc", "dram"];
         WalkRefSnapshot {

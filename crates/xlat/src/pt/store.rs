@@ -12,7 +12,7 @@ type Frame = Box<[u64; WORDS_PER_FRAME]>;
 
 /// Table frames, found by frame number through a direct index: a walk reads a few entries at
 /// scattered frames, and a direct index costs the host one memory access fewer per read than
-/// a hash map would (the walk path is the simulator's hot path, DESIGN.md §3 rule 5).
+/// a hash map would (the walk path is the simulator's hot path, docs/architecture.md "rules").
 #[derive(Default)]
 pub struct PtStore {
     /// `slot_of[pfn]`: 0 when `pfn` holds no table, else 1 + its index in `frames`. Grows to

@@ -44,9 +44,23 @@ pub struct RunConfig {
     pub epoch_instructions: u64,
     /// Check every translation against the OS's ground-truth mapping.
     pub verify: bool,
-    /// Stop after this many instructions (0 = run the whole workload/trace).
+    /// Stop after this many instructions (0 = run the whole workload/trace), counted over
+    /// all cores, as warm-up and epochs are.
     pub max_instructions: u64,
+    /// Cores of the system (`--cores N`): each with its own core model, MMU, L1D and L2,
+    /// sharing the LLC, DRAM, physical memory and OS. A record runs on core
+    /// `record.core % cores`: the threads of a multi-threaded workload, or the members of a
+    /// `mix`, each on its own core.
+    #[serde(default = "one_core")]
+    pub cores: u32,
 }
+
+fn one_core() -> u32 {
+    1
+}
+
+/// Most cores a system may have (a record names its core in 8 bits).
+pub const MAX_CORES: u32 = 64;
 
 impl SimConfig {
     /// Load `spec` (a preset name or a TOML file path), apply `overrides` (`key=value`),
@@ -70,6 +84,12 @@ impl Validate for SimConfig {
         self.cache.l2.validate("cache.l2")?;
         self.cache.llc.validate("cache.llc")?;
         self.dram.validate("dram")?;
+        if !(1..=MAX_CORES).contains(&self.sim.cores) {
+            return Err(Error::config(
+                "sim.cores",
+                format!("must be 1 to {MAX_CORES}, got {}", self.sim.cores),
+            ));
+        }
         self.os.validate("os")?;
         if let Some(cap) = self.dram.capacity_bytes() {
             if self.os.physmem.bytes > cap {

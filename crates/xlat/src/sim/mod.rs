@@ -42,7 +42,7 @@ impl<S: Scheme> Engine for System<S> {
         &mut self.os
     }
     fn shootdown(&mut self, pid: u16, pages: &[(crate::addr::Vpn, crate::addr::PageSize)]) {
-        self.mmu.shootdown(pid, pages);
+        self.shoot_down(0, pid, pages);
     }
 }
 
@@ -135,7 +135,8 @@ impl Simulation {
         self.engine.address_spaces()
     }
 
-    /// Shoot down the translations of `pages` of `pid` (after an unmap).
+    /// Shoot down the translations of `pages` of `pid` (after an unmap), from core 0, on
+    /// every core that runs `pid`.
     pub fn shootdown(&mut self, pid: u16, pages: &[(crate::addr::Vpn, crate::addr::PageSize)]) {
         self.engine.shootdown(pid, pages)
     }

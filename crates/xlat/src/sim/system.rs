@@ -1,37 +1,87 @@
-//! One system of a scheme `S`: its core, MMU, cache hierarchy and DRAM, and its OS, running
-//! the reference loop (docs/architecture.md, "one reference"). Everything here is generic over
-//! the scheme, so the loop is compiled once per scheme with no virtual calls.
+//! One system of a scheme `S`: its cores (each with its core model, MMU, L1D and L2), the
+//! shared LLC and DRAM, and its OS, running the reference loop (docs/architecture.md, "one
+//! reference", "multi-core stepping"). Everything here is generic over the scheme, so the
+//! loop is compiled once per scheme with no virtual calls.
+//!
+//! With several cores, records are routed to core `record.core % cores` and wait in that
+//! core's queue; the core whose clock ([`Core::now`]) is smallest steps next (ties: the lowest
+//! core), which is deterministic and keeps the cores' clocks close, so their accesses
+//! interleave in the shared caches and DRAM as they would in time.
 
 use super::SimConfig;
+use crate::addr::{PageSize, Vpn};
 use crate::core::Core;
 use crate::error::{Error, Result};
 use crate::mem::{Hierarchy, Level, MemKind};
-use crate::mmu::{Mmu, Outcome, PageTables, Translation};
+use crate::mmu::{FaultRequest, Found, Mmu, MmuSnapshot, Outcome, PageTables, Translation};
 use crate::os::{AddressSpaces, Os};
 use crate::pt::store::PtStore;
 use crate::schemes::{BuildCtx, Scheme, TableOf};
 use crate::stats::{
-    CachesSnapshot, CoreSnapshot, EpochSample, Stats, Summary, VerifySnapshot, WalkSnapshot,
+    CachesSnapshot, CoreSnapshot, EpochSample, PerCoreSnapshot, PrivateCachesSnapshot, Stats,
+    Summary, SystemSnapshot, VerifySnapshot, WalkSnapshot,
 };
 use crate::trace::{Op, Record, RecordSource};
+use std::collections::VecDeque;
 
 /// Records pulled from the source per batch.
 pub const BATCH: usize = 4096;
 
+/// Records a multi-core system may hold in its cores' queues before it stops reading ahead
+/// for a core that has none (a core that never gets records must not make the others buffer
+/// the whole source).
+const MAX_QUEUED: usize = 1 << 16;
+
+/// One core of a system: its timing model, its MMU, the records waiting for it, and the
+/// processes it has run (the cores a shootdown must reach).
+pub struct CoreUnit<S: Scheme> {
+    pub core: Core,
+    pub mmu: Mmu<S::Mmu>,
+    queue: VecDeque<Record>,
+    ran: Vec<u16>,
+    /// Instructions and cycles at the end of warm-up (subtracted from the totals).
+    base_instructions: u64,
+    base_cycles: u64,
+}
+
+impl<S: Scheme> CoreUnit<S> {
+    fn instructions(&self) -> u64 {
+        self.core.instructions() - self.base_instructions
+    }
+
+    fn cycles(&self) -> u64 {
+        self.core.cycles() - self.base_cycles
+    }
+
+    fn has_run(&self, pid: u16) -> bool {
+        self.ran.contains(&pid)
+    }
+}
+
+/// Shootdowns that crossed cores.
+#[derive(Clone, Copy, Debug, Default)]
+struct IpiCounters {
+    /// Shootdowns that reached at least one other core.
+    shootdowns: u64,
+    /// IPIs sent (one per other core reached).
+    ipis: u64,
+    /// Cycles charged for them (initiators waiting plus handlers on the other cores).
+    cycles: u64,
+}
+
 pub struct System<S: Scheme> {
     cfg: SimConfig,
     pub os: Os<TableOf<S>>,
-    pub mmu: Mmu<S::Mmu>,
+    pub cores: Vec<CoreUnit<S>>,
     pub mem: Hierarchy,
-    pub core: Core,
     source: Box<dyn RecordSource>,
-    /// Instructions and cycles at the end of warmup (subtracted from the totals).
-    base_instructions: u64,
-    base_cycles: u64,
+    /// Instructions retired by all cores since boot.
+    instructions: u64,
     warm: bool,
     next_epoch: u64,
     epochs: Vec<EpochSample>,
     verified: u64,
+    ipi: IpiCounters,
 }
 
 /// The OS as the MMU reads it.
@@ -91,25 +141,34 @@ impl<S: Scheme> System<S> {
     ) -> Result<System<S>> {
         let mut os = boot_os::<S>(&cfg)?;
         let source = make_source(&mut os)?;
-        let warm = cfg.sim.warmup_instructions == 0;
         let ctx = BuildCtx {
             sections: &cfg.schemes,
             mmu: &cfg.mmu,
             seed: cfg.seed,
         };
-        let scheme_mmu = S::mmu(&ctx, &mut os.buddy)?;
+        let n = cfg.sim.cores as usize;
+        let mut cores = Vec::with_capacity(n);
+        for _ in 0..n {
+            cores.push(CoreUnit {
+                core: Core::new(&cfg.core),
+                mmu: Mmu::new(&cfg.mmu, S::mmu(&ctx, &mut os.buddy)?),
+                queue: VecDeque::new(),
+                ran: Vec::new(),
+                base_instructions: 0,
+                base_cycles: 0,
+            });
+        }
         Ok(System {
-            mmu: Mmu::new(&cfg.mmu, scheme_mmu),
-            mem: Hierarchy::new(&cfg.cache, &cfg.dram, cfg.core.frequency_ghz),
-            core: Core::new(&cfg.core),
+            mem: Hierarchy::new(&cfg.cache, &cfg.dram, cfg.core.frequency_ghz, n),
+            cores,
             os,
             source,
-            base_instructions: 0,
-            base_cycles: 0,
-            warm,
+            instructions: 0,
+            warm: cfg.sim.warmup_instructions == 0,
             next_epoch: cfg.sim.epoch_instructions,
             epochs: Vec::new(),
             verified: 0,
+            ipi: IpiCounters::default(),
             cfg,
         })
     }
@@ -118,18 +177,31 @@ impl<S: Scheme> System<S> {
         &self.cfg
     }
 
-    /// Simulate one record.
+    /// Simulate one record on the core it names.
     #[inline]
     pub fn step(&mut self, rec: &Record) -> Result<()> {
-        self.core.non_memory(rec.instr_delta);
-        let issue = self.core.issue_memory(rec.dep);
+        let c = rec.core as usize % self.cores.len();
+        self.step_on(c, rec)
+    }
+
+    /// Simulate one record on core `c`.
+    #[inline]
+    fn step_on(&mut self, c: usize, rec: &Record) -> Result<()> {
+        self.mem.set_core(c);
+        let unit = &mut self.cores[c];
+        if unit.ran.last() != Some(&rec.pid) && !unit.has_run(rec.pid) {
+            unit.ran.push(rec.pid);
+        }
+        let before = unit.core.instructions();
+        unit.core.non_memory(rec.instr_delta);
+        let issue = unit.core.issue_memory(rec.dep);
         let t =
-            match self
+            match unit
                 .mmu
                 .translate(rec.vaddr, rec.pid, rec.op, issue, &self.os, &mut self.mem)?
             {
                 Outcome::Done(t) => t,
-                Outcome::Fault(f) => self.fault(f)?,
+                Outcome::Fault(f) => self.fault(c, f)?,
             };
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
@@ -145,28 +217,55 @@ impl<S: Scheme> System<S> {
         } else {
             data_at + data_latency
         };
-        self.core.complete_memory(complete, store);
+        let core = &mut self.cores[c].core;
+        core.complete_memory(complete, store);
+        self.instructions += core.instructions() - before;
         Ok(())
     }
 
-    /// The OS handles the page fault the MMU reported (once every older instruction has
-    /// retired: faults are precise), the MMU shoots down what the OS moved, and the
-    /// instruction translates again; younger instructions refetch after the handler.
+    /// The OS handles the page fault core `c`'s MMU reported (once every older instruction
+    /// has retired: faults are precise); the pages it moved are shot down on every core that
+    /// runs their process; the instruction translates again, and younger instructions
+    /// refetch after the handler.
     #[cold]
-    fn fault(&mut self, f: crate::mmu::FaultRequest) -> Result<Translation> {
-        let (_, _, fault_cycles) = self.os.fault(f.pid, f.va)?;
+    fn fault(&mut self, c: usize, f: FaultRequest) -> Result<Translation> {
+        let (_, _, mut fault_cycles) = self.os.fault(f.pid, f.va)?;
         for (owner, vpn) in self.os.take_shootdowns() {
-            self.mmu
-                .shootdown(owner, &[(vpn, crate::addr::PageSize::Size4K)]);
+            fault_cycles += self.shoot_down(c, owner, &[(vpn, PageSize::Size4K)]);
         }
-        let older_retired = self.core.older_retired();
-        let t = self
+        let unit = &mut self.cores[c];
+        let older_retired = unit.core.older_retired();
+        let t = unit
             .mmu
             .finish_fault(f, older_retired, fault_cycles, &self.os, &mut self.mem)?;
-        if let crate::mmu::Found::Fault { resume } = t.found {
-            self.core.refetch_from(resume);
+        if let Found::Fault { resume } = t.found {
+            unit.core.refetch_from(resume);
         }
         Ok(t)
+    }
+
+    /// Invalidate `pages` of `pid` on core `initiator` and on every other core that has run
+    /// `pid` (one IPI each, whose handler stalls that core); returns the cycles the initiator
+    /// waits for their acknowledgements.
+    pub fn shoot_down(&mut self, initiator: usize, pid: u16, pages: &[(Vpn, PageSize)]) -> u64 {
+        let cost = self.cfg.os.shootdown_ipi_cycles;
+        let mut remote = 0;
+        for (i, unit) in self.cores.iter_mut().enumerate() {
+            if i == initiator {
+                unit.mmu.shootdown(pid, pages);
+            } else if unit.has_run(pid) {
+                unit.mmu.shootdown(pid, pages);
+                unit.core.interrupt(cost);
+                remote += 1;
+            }
+        }
+        if remote == 0 {
+            return 0;
+        }
+        self.ipi.shootdowns += 1;
+        self.ipi.ipis += remote;
+        self.ipi.cycles += cost * (remote + 1);
+        cost
     }
 
     fn verify(&mut self, rec: &Record, got: crate::addr::PhysAddr) -> Result<()> {
@@ -189,28 +288,70 @@ impl<S: Scheme> System<S> {
 
     fn end_warmup(&mut self) {
         self.warm = true;
-        self.base_instructions = self.core.instructions();
-        self.base_cycles = self.core.cycles();
-        self.core.reset_stats();
-        self.mmu.reset_stats();
+        for unit in &mut self.cores {
+            unit.base_instructions = unit.core.instructions();
+            unit.base_cycles = unit.core.cycles();
+            unit.core.reset_stats();
+            unit.mmu.reset_stats();
+        }
         self.mem.reset_stats();
         self.os.stats = Default::default();
+        self.ipi = IpiCounters::default();
+    }
+
+    /// Instructions measured so far (since the end of warm-up), over all cores.
+    fn measured_instructions(&self) -> u64 {
+        self.cores.iter().map(CoreUnit::instructions).sum()
+    }
+
+    /// Cycles measured so far: the slowest core's.
+    fn measured_cycles(&self) -> u64 {
+        self.cores.iter().map(CoreUnit::cycles).max().unwrap_or(0)
+    }
+
+    fn mmu_total(&self) -> MmuSnapshot {
+        let mut total = self.cores[0].mmu.snapshot();
+        for unit in &self.cores[1..] {
+            total.merge(&unit.mmu.snapshot());
+        }
+        total
     }
 
     fn sample_epoch(&mut self) {
-        let c = &self.mmu.counters;
+        let mmu = self.mmu_total();
+        let c = &mmu.counters;
         self.epochs.push(EpochSample {
-            instructions: self.core.instructions() - self.base_instructions,
-            cycles: self.core.cycles() - self.base_cycles,
+            instructions: self.measured_instructions(),
+            cycles: self.measured_cycles(),
             l1tlb_misses: c.l1_misses,
             l2tlb_misses: c.l2_misses,
             walks: c.walks,
             faults: self.os.stats.faults.minor,
             pt_bytes: self.os.pt_bytes(),
             free_frames: self.os.buddy.free_frames(),
-            l2_translation_fraction: self.mem.cache(Level::L2).translation_fraction(),
-            llc_translation_fraction: self.mem.cache(Level::Llc).translation_fraction(),
+            l2_translation_fraction: self.mem.translation_fraction(Level::L2),
+            llc_translation_fraction: self.mem.translation_fraction(Level::Llc),
         });
+    }
+
+    /// After each record: end the warm-up, sample an epoch, and say whether the run has
+    /// reached `sim.max_instructions`. Counts are over all cores.
+    #[inline]
+    fn after_step(&mut self) -> bool {
+        let instr = self.instructions;
+        let epoch = self.cfg.sim.epoch_instructions;
+        if !self.warm && instr >= self.cfg.sim.warmup_instructions {
+            self.end_warmup();
+            if epoch > 0 {
+                self.next_epoch = instr + epoch;
+            }
+        }
+        if epoch > 0 && self.warm && instr >= self.next_epoch {
+            self.sample_epoch();
+            self.next_epoch += epoch;
+        }
+        let max = self.cfg.sim.max_instructions;
+        max > 0 && instr >= max
     }
 
     /// Run to the end of the source (or `sim.max_instructions`). `progress(records, total)` is
@@ -219,46 +360,88 @@ impl<S: Scheme> System<S> {
         &mut self,
         progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
     ) -> Result<Stats> {
+        if self.cores.len() == 1 {
+            self.run_one_core(progress)?;
+        } else {
+            self.run_cores(progress)?;
+        }
+        Ok(self.stats())
+    }
+
+    /// One core: every record in source order, no queues.
+    fn run_one_core(
+        &mut self,
+        progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
+    ) -> Result<()> {
         let total = self.source.len_hint();
         let mut buf = Vec::with_capacity(BATCH);
         let mut done = 0u64;
-        let max = self.cfg.sim.max_instructions;
-        let warmup = self.cfg.sim.warmup_instructions;
-        let epoch = self.cfg.sim.epoch_instructions;
         'outer: loop {
             self.source.fill(&mut buf)?;
             if buf.is_empty() {
                 break;
             }
             for rec in &buf {
-                self.step(rec)?;
-                let instr = self.core.instructions();
-                if !self.warm && instr >= warmup {
-                    self.end_warmup();
-                    if epoch > 0 {
-                        self.next_epoch = self.base_instructions + epoch;
-                    }
-                }
-                if epoch > 0 && self.warm && instr >= self.next_epoch {
-                    self.sample_epoch();
-                    self.next_epoch += epoch;
-                }
-                if max > 0 && instr >= max {
-                    done += 1;
+                self.step_on(0, rec)?;
+                done += 1;
+                if self.after_step() {
                     break 'outer;
                 }
-                done += 1;
             }
             progress(done, total)?;
         }
-        progress(done, total)?;
-        Ok(self.stats())
+        progress(done, total)
     }
 
-    /// The stats tree as of now.
+    /// Several cores: records wait in their core's queue; the core with the smallest clock
+    /// among those with records steps next.
+    fn run_cores(
+        &mut self,
+        progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
+    ) -> Result<()> {
+        let total = self.source.len_hint();
+        let n = self.cores.len();
+        let mut buf = Vec::with_capacity(BATCH);
+        let (mut done, mut queued, mut exhausted) = (0u64, 0usize, false);
+        loop {
+            // Keep every core supplied, so that the core whose turn it is has its records.
+            while !exhausted && queued < MAX_QUEUED && self.cores.iter().any(|u| u.queue.is_empty())
+            {
+                self.source.fill(&mut buf)?;
+                exhausted = buf.is_empty();
+                queued += buf.len();
+                for rec in &buf {
+                    self.cores[rec.core as usize % n].queue.push_back(*rec);
+                }
+            }
+            let Some(c) = (0..n)
+                .filter(|&i| !self.cores[i].queue.is_empty())
+                .min_by_key(|&i| self.cores[i].core.now())
+            else {
+                break;
+            };
+            let rec = self.cores[c]
+                .queue
+                .pop_front()
+                .expect("chosen for its records");
+            queued -= 1;
+            self.step_on(c, &rec)?;
+            done += 1;
+            if self.after_step() {
+                break;
+            }
+            if done.is_multiple_of(BATCH as u64) {
+                progress(done, total)?;
+            }
+        }
+        progress(done, total)
+    }
+
+    /// The stats tree as of now: totals over the cores, and each core's own when there are
+    /// several.
     pub fn stats(&self) -> Stats {
-        let instructions = self.core.instructions() - self.base_instructions;
-        let cycles = self.core.cycles() - self.base_cycles;
+        let instructions = self.measured_instructions();
+        let cycles = self.measured_cycles();
         let per_ki = |n: u64| {
             if instructions == 0 {
                 0.0
@@ -266,17 +449,18 @@ impl<S: Scheme> System<S> {
                 n as f64 * 1000.0 / instructions as f64
             }
         };
-        let mmu = self.mmu.snapshot();
-        let refs = self.mmu.walk_refs.snapshot();
-        let c = &self.mmu.counters;
+        let mmu = self.mmu_total();
+        let mut walk_refs = crate::mmu::walk::WalkRefStats::default();
+        let mut core_stats = crate::core::CoreStats::default();
+        for unit in &self.cores {
+            walk_refs.add(&unit.mmu.walk_refs);
+            core_stats.add(&unit.core.stats);
+        }
+        let c = &mmu.counters;
         let walks = c.walks;
-        let dram = self.mem.dram.stats().clone();
+        let ipc = |i: u64, c: u64| if c == 0 { 0.0 } else { i as f64 / c as f64 };
         let summary = Summary {
-            ipc: if cycles == 0 {
-                0.0
-            } else {
-                instructions as f64 / cycles as f64
-            },
+            ipc: ipc(instructions, cycles),
             instructions,
             cycles,
             l1tlb_mpki: per_ki(c.l1_misses),
@@ -287,12 +471,33 @@ impl<S: Scheme> System<S> {
             } else {
                 c.walk_cycles as f64 / walks as f64
             },
-            walk_refs_l1: self.mmu.walk_refs.by_level[0],
-            walk_refs_l2: self.mmu.walk_refs.by_level[1],
-            walk_refs_llc: self.mmu.walk_refs.by_level[2],
-            walk_refs_dram: self.mmu.walk_refs.by_level[3],
+            walk_refs_l1: walk_refs.by_level[0],
+            walk_refs_l2: walk_refs.by_level[1],
+            walk_refs_llc: walk_refs.by_level[2],
+            walk_refs_dram: walk_refs.by_level[3],
             faults: self.os.stats.faults.minor,
             dram_row_hit_rate: self.mem.dram.row_hit_rate(),
+        };
+        let per_core = if self.cores.len() == 1 {
+            Vec::new()
+        } else {
+            self.cores
+                .iter()
+                .enumerate()
+                .map(|(i, u)| PerCoreSnapshot {
+                    core: CoreSnapshot {
+                        instructions: u.instructions(),
+                        cycles: u.cycles(),
+                        ipc: ipc(u.instructions(), u.cycles()),
+                        stats: u.core.stats.clone(),
+                    },
+                    mmu: u.mmu.snapshot(),
+                    cache: PrivateCachesSnapshot {
+                        l1d: self.mem.cache_of(i, Level::L1d).snapshot(),
+                        l2: self.mem.cache_of(i, Level::L2).snapshot(),
+                    },
+                })
+                .collect()
         };
         Stats {
             scheme: self.cfg.scheme.clone(),
@@ -302,22 +507,29 @@ impl<S: Scheme> System<S> {
                 instructions,
                 cycles,
                 ipc: summary.ipc,
-                stats: self.core.stats.clone(),
+                stats: core_stats,
             },
-            mmu,
             walk: WalkSnapshot {
                 walks,
                 cycles: c.walk_cycles,
                 avg_latency: summary.avg_walk_latency,
-                refs,
+                refs: walk_refs.snapshot(),
             },
+            mmu,
             cache: CachesSnapshot {
-                l1d: self.mem.cache(Level::L1d).snapshot(),
-                l2: self.mem.cache(Level::L2).snapshot(),
-                llc: self.mem.cache(Level::Llc).snapshot(),
+                l1d: self.mem.snapshot(Level::L1d),
+                l2: self.mem.snapshot(Level::L2),
+                llc: self.mem.snapshot(Level::Llc),
             },
-            dram,
+            dram: self.mem.dram.stats().clone(),
             os: self.os.snapshot(),
+            system: SystemSnapshot {
+                cores: self.cores.len() as u32,
+                shootdowns_remote: self.ipi.shootdowns,
+                shootdown_ipis: self.ipi.ipis,
+                shootdown_ipi_cycles: self.ipi.cycles,
+            },
+            cores: per_core,
             verify: VerifySnapshot {
                 enabled: self.cfg.sim.verify,
                 translations_checked: self.verified,

@@ -23,6 +23,11 @@ pub struct Stats {
     pub cache: CachesSnapshot,
     pub dram: DramStats,
     pub os: OsSnapshot,
+    /// The system as a whole: core count, shootdowns that crossed cores.
+    pub system: SystemSnapshot,
+    /// Each core's own stats (multi-core systems only; the subtrees above are totals).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cores: Vec<PerCoreSnapshot>,
     pub verify: VerifySnapshot,
     pub epochs: Vec<EpochSample>,
 }
@@ -73,6 +78,31 @@ pub struct CachesSnapshot {
     pub l1d: CacheSnapshot,
     pub l2: CacheSnapshot,
     pub llc: CacheSnapshot,
+}
+
+/// The `system` subtree.
+#[derive(Clone, Debug, Serialize)]
+pub struct SystemSnapshot {
+    pub cores: u32,
+    /// TLB shootdowns that reached other cores, the IPIs they sent, and the cycles charged
+    /// for them (initiators waiting plus handlers on the other cores).
+    pub shootdowns_remote: u64,
+    pub shootdown_ipis: u64,
+    pub shootdown_ipi_cycles: u64,
+}
+
+/// One core's entry of `cores[i]`: its core model, its MMU, its private caches.
+#[derive(Clone, Debug, Serialize)]
+pub struct PerCoreSnapshot {
+    pub core: CoreSnapshot,
+    pub mmu: MmuSnapshot,
+    pub cache: PrivateCachesSnapshot,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PrivateCachesSnapshot {
+    pub l1d: CacheSnapshot,
+    pub l2: CacheSnapshot,
 }
 
 #[derive(Clone, Debug, Serialize)]

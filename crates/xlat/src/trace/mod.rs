@@ -1,6 +1,6 @@
 //! Memory-reference records and the trace formats that carry them.
 //!
-//! A `Record` is one memory reference of the simulated program (DESIGN.md §2). Traces are read
+//! A `Record` is one memory reference of the simulated program (docs/architecture.md). Traces are read
 //! streaming through the `RecordSource` trait, which built-in workload generators implement too,
 //! so the simulator does not care where references come from.
 //!

@@ -20,6 +20,7 @@ pub fn os(mib: u64) -> Os<RadixPageTable> {
             fragmentation_order: 9,
             compaction_max_fmfi: 0.75,
         },
+        shootdown_ipi_cycles: 0,
     };
     Os::new(
         &cfg,
