@@ -140,6 +140,59 @@ def test_bench(run_cli) -> None:
     assert "gups" in out and "stream" in out
 
 
+#: Four small programs, one per core of a four-core system, each given slices of 10k instructions.
+MIX_OF_FOUR = [
+    "--workload",
+    "mix",
+    "--refs",
+    "40000",
+    "--set",
+    "workload.quantum=10000",
+    "--set",
+    "workload.members=["
+    '{name = "gups", table_bytes = 67108864}, {name = "stream", array_bytes = 8388608}, '
+    '{name = "gups", table_bytes = 33554432}, {name = "stream", array_bytes = 4194304}]',
+]
+
+
+def _per_core_instructions(stats: dict) -> list[int]:
+    return [c["core"]["instructions"] for c in stats["cores"]]
+
+
+def test_multi_programmed_mix_on_four_cores_verifies_and_repeats(run_cli) -> None:
+    args = ["run", "-c", "baseline-radix", *MIX_OF_FOUR, "--cores", "4", "--verify", "--json"]
+    first = json.loads(_ok(run_cli(*args)))
+    assert first["system"]["cores"] == 4
+    assert first["verify"]["translations_checked"] == 40000
+    assert all(n > 0 for n in _per_core_instructions(first)), _per_core_instructions(first)
+    assert sum(_per_core_instructions(first)) == first["summary"]["instructions"]
+    assert json.loads(_ok(run_cli(*args))) == first, "same seed, same stats"
+
+
+def test_multi_threaded_gups_on_four_cores_verifies(run_cli) -> None:
+    stats = json.loads(
+        _ok(
+            run_cli(
+                "run",
+                *TINY_GUPS_ARGS,
+                "--cores",
+                "4",
+                "--set",
+                "workload.threads=4",
+                "--verify",
+                "--json",
+            )
+        )
+    )
+    assert stats["verify"]["translations_checked"] == 50000
+    assert all(n > 0 for n in _per_core_instructions(stats)), _per_core_instructions(stats)
+
+
+def test_bench_on_two_cores(run_cli) -> None:
+    out = _ok(run_cli("bench", "--refs", "100000", "-w", "gups", "--cores", "2"))
+    assert "2 cores" in out and "refs/s" in out
+
+
 def test_console_script(tmp_path: Path) -> None:
     """The ``xlat`` entry point installed next to this Python (by ``pip install``)."""
     name = "xlat.exe" if os.name == "nt" else "xlat"
