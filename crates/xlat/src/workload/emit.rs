@@ -869,7 +869,7 @@ mod tests {
                 for phase in 0..5u64 {
                     for i in 0..(me + 1) * (phase + 1) * 300 {
                         e.instr(1);
-                        e.load(VirtAddr(phase << 40 | me << 32 | i * 8), 8)?;
+                        e.load(VirtAddr(phase << 40 | me << 32 | (i * 8)), 8)?;
                     }
                     e.barrier()?;
                 }
