@@ -100,6 +100,7 @@ macro_rules! kernel_config {
                     edge_factor: self.edge_factor,
                     references: self.references,
                     populate: self.populate,
+                    // Kernels with a `threads` key (bfs, pr) put theirs in place of this.
                     threads: 1,
                 }
             }
