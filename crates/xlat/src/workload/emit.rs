@@ -7,6 +7,15 @@
 //! ([`ThreadedSource`]). The record stream depends only on the algorithm and its seed, never on
 //! thread timing, so runs stay deterministic; generation overlaps simulation on a second core.
 //!
+//! A multi-threaded program is a *team*: one algorithm per software thread, each on its own
+//! producer thread with its own [`Emitter`], so each thread's records carry its core and their
+//! `instr_delta` and `dep` count within that thread's own stream. [`ThreadedSource::team`] merges
+//! the threads' streams round robin, [`TURN`] records at a time, so no thread's records run far
+//! ahead of the others'. [`Emitter::barrier`] and [`Emitter::share`] are the team's barriers: on
+//! the host they synchronise the producer threads (and hand data computed once to all of them),
+//! and in the merged stream no record a thread emits after a barrier comes before a record any
+//! thread emitted before it.
+//!
 //! Algorithms propagate [`Stop`] with `?`: it means the reference budget is spent or the
 //! simulator stopped reading, and unwinds the algorithm cleanly.
 
@@ -14,13 +23,22 @@ use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
 use crate::trace::{Op, Record, RecordSource};
+use std::any::Any;
+use std::ops::Range;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 /// Records per batch sent to the simulator.
 const BATCH: usize = 4096;
 /// Batches in flight between producer and simulator.
 const CHANNEL_DEPTH: usize = 8;
+/// Records the merged stream takes from one thread of a team before turning to the next. Small,
+/// because the engine keeps a queue per core: a thread whose records ran far ahead of the others'
+/// would have to be buffered until theirs arrive.
+pub const TURN: usize = 256;
+/// Most threads a team may have (the `threads` key of multi-threaded workloads).
+pub const MAX_THREADS: u32 = 64;
 
 /// The generator must stop: budget spent, or nobody reads any more.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,12 +48,26 @@ pub struct Stop;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecId(u64);
 
+/// What a producer sends: records, and whether its thread then waits at a barrier.
+struct Batch {
+    records: Vec<Record>,
+    barrier: bool,
+}
+
+/// Data a team's thread 0 computed and handed to every thread at a barrier.
+type Shared = Arc<dyn Any + Send + Sync>;
+
 pub struct Emitter {
-    tx: SyncSender<Vec<Record>>,
+    tx: SyncSender<Batch>,
     /// Emptied batches the reader hands back, so batches are reused rather than allocated.
     spare: Receiver<Vec<Record>>,
     batch: Vec<Record>,
     pid: u16,
+    /// The software thread this emitter belongs to, which is also the core its records carry.
+    core: u8,
+    threads: usize,
+    /// The team's host-side barrier; `None` for a single-threaded program.
+    team: Option<Arc<TeamSync>>,
     pending_instr: u32,
     emitted: u64,
     budget: u64,
@@ -65,7 +97,7 @@ impl Emitter {
             vaddr,
             op,
             size,
-            core: 0,
+            core: self.core,
             pid: self.pid,
             instr_delta: std::mem::take(&mut self.pending_instr),
             dep,
@@ -110,13 +142,68 @@ impl Emitter {
         self.emit(va, Op::Store, size, Some(on))
     }
 
-    /// Records emitted so far.
+    /// Records emitted so far (by this thread).
     pub fn emitted(&self) -> u64 {
         self.emitted
     }
 
+    /// This software thread's index in its team (0 in a single-threaded program).
+    pub fn thread(&self) -> usize {
+        self.core as usize
+    }
+
+    /// Threads in the team (1 in a single-threaded program).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// This thread's part of the loop iterations `range` under OpenMP's static schedule.
+    pub fn static_share(&self, range: Range<u64>) -> Range<u64> {
+        static_share(range, self.thread(), self.threads)
+    }
+
+    /// Wait until every thread of the team gets here (an OpenMP barrier). Nothing happens in a
+    /// single-threaded program.
+    pub fn barrier(&mut self) -> std::result::Result<(), Stop> {
+        self.rendezvous(None).map(drop)
+    }
+
+    /// A barrier at which thread 0 runs `f` and every thread receives its result: data computed
+    /// once that the threads share (the graph, a search's plan, the rank arrays), as a program
+    /// computes it in a sequential section before a parallel one. The other threads never call
+    /// `f`. In a single-threaded program this is just `f()`.
+    pub fn share<T: Send + Sync + 'static>(
+        &mut self,
+        f: impl FnOnce() -> T,
+    ) -> std::result::Result<Arc<T>, Stop> {
+        if self.team.is_none() {
+            return Ok(Arc::new(f()));
+        }
+        let offer = (self.core == 0).then(|| Arc::new(f()) as Shared);
+        // No value means thread 0 ended before it got here: nothing to go on with.
+        let got = self.rendezvous(offer)?.ok_or(Stop)?;
+        got.downcast::<T>().map_err(|_| Stop)
+    }
+
+    fn rendezvous(&mut self, offer: Option<Shared>) -> std::result::Result<Option<Shared>, Stop> {
+        let Some(team) = self.team.clone() else {
+            return Ok(offer);
+        };
+        // Tell the merged stream first that this thread is at the barrier: otherwise it could
+        // wait for this thread's records while this thread waits here for the others, whose
+        // records it is not reading.
+        self.send(true)?;
+        team.wait(offer)
+    }
+
     fn flush(&mut self) -> std::result::Result<(), Stop> {
-        if self.batch.is_empty() {
+        self.send(false)
+    }
+
+    /// Send the batch; `barrier`: the thread waits at a barrier after these records (sent even
+    /// without records, to say so).
+    fn send(&mut self, barrier: bool) -> std::result::Result<(), Stop> {
+        if self.batch.is_empty() && !barrier {
             return Ok(());
         }
         let next = match self.spare.try_recv() {
@@ -126,12 +213,127 @@ impl Emitter {
             }
             Err(_) => Vec::with_capacity(BATCH),
         };
-        let full = std::mem::replace(&mut self.batch, next);
-        self.tx.send(full).map_err(|_| Stop)
+        let records = std::mem::replace(&mut self.batch, next);
+        self.tx.send(Batch { records, barrier }).map_err(|_| Stop)
     }
 }
 
-/// The generator's algorithm, not started yet.
+/// Thread `thread`'s part of the loop iterations `range` when `threads` threads share it as
+/// OpenMP's static schedule does (libgomp): one contiguous chunk each, in thread order, the first
+/// `len % threads` threads taking one iteration more.
+pub fn static_share(range: Range<u64>, thread: usize, threads: usize) -> Range<u64> {
+    let n = range.end.saturating_sub(range.start);
+    let (t, threads) = (thread as u64, threads.max(1) as u64);
+    let (q, r) = (n / threads, n % threads);
+    let start = range.start + t * q + t.min(r);
+    let len = if t < r { q + 1 } else { q };
+    start..start + len
+}
+
+/// The host side of a team's barriers. Every thread waits in [`TeamSync::wait`] until all
+/// threads still running have arrived; a thread that ends leaves, so the others never wait for
+/// it; [`TeamSync::abort`] (nobody reads the records any more) sends every waiter home with
+/// `Stop`.
+struct TeamSync {
+    state: Mutex<SyncState>,
+    opened: Condvar,
+}
+
+struct SyncState {
+    running: usize,
+    arrived: usize,
+    /// Barriers opened so far: a waiter leaves when this moves past the one it waits at.
+    generation: u64,
+    aborted: bool,
+    /// What thread 0 brought to the barrier being filled, and what the last opened one handed
+    /// out. The latter stays until the next barrier opens, which needs every waiter of this one
+    /// to have woken and taken its copy first.
+    offered: Option<Shared>,
+    handed: Option<Shared>,
+}
+
+impl SyncState {
+    fn open(&mut self) {
+        self.generation += 1;
+        self.arrived = 0;
+        self.handed = self.offered.take();
+    }
+}
+
+impl TeamSync {
+    fn new(threads: usize) -> TeamSync {
+        TeamSync {
+            state: Mutex::new(SyncState {
+                running: threads,
+                arrived: 0,
+                generation: 0,
+                aborted: false,
+                offered: None,
+                handed: None,
+            }),
+            opened: Condvar::new(),
+        }
+    }
+
+    /// A panicking producer is reported when it is joined; its lock state is still consistent
+    /// (every update below is complete before anything can panic), so carry on with it.
+    fn lock(&self) -> MutexGuard<'_, SyncState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wait(&self, offer: Option<Shared>) -> std::result::Result<Option<Shared>, Stop> {
+        let mut s = self.lock();
+        if s.aborted {
+            return Err(Stop);
+        }
+        if offer.is_some() {
+            s.offered = offer;
+        }
+        s.arrived += 1;
+        if s.arrived >= s.running {
+            s.open();
+            self.opened.notify_all();
+            return Ok(s.handed.clone());
+        }
+        let generation = s.generation;
+        while s.generation == generation && !s.aborted {
+            s = self.opened.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+        if s.generation == generation {
+            return Err(Stop);
+        }
+        Ok(s.handed.clone())
+    }
+
+    /// A thread ended: the barrier it would have reached next opens without it.
+    fn leave(&self) {
+        let mut s = self.lock();
+        s.running = s.running.saturating_sub(1);
+        if s.arrived > 0 && s.arrived >= s.running {
+            s.open();
+            self.opened.notify_all();
+        }
+    }
+
+    fn abort(&self) {
+        self.lock().aborted = true;
+        self.opened.notify_all();
+    }
+}
+
+/// Leaves the team when the producer thread ends, even by a panic, so no other thread waits at
+/// a barrier for it forever.
+struct Leave(Option<Arc<TeamSync>>);
+
+impl Drop for Leave {
+    fn drop(&mut self) {
+        if let Some(team) = &self.0 {
+            team.leave();
+        }
+    }
+}
+
+/// A thread's algorithm, not started yet.
 type Algorithm = Box<dyn FnOnce(&mut Emitter) -> std::result::Result<(), Stop> + Send>;
 
 /// How the producer thread ended.
@@ -140,21 +342,48 @@ enum Outcome {
     /// The algorithm ran to its natural end, or the budget was spent.
     Finished,
     /// The algorithm gave up (`Stop`) with budget left: a preallocated structure ran out.
-    StoppedEarly { emitted: u64 },
+    StoppedEarly,
 }
 
-/// A `RecordSource` fed by a generator running on its own thread. The thread starts on the
-/// first `fill`, so building a workload only to measure its footprint (`xlat workloads`) never
-/// runs its algorithm.
-pub struct ThreadedSource {
-    pending: Option<(u16, Algorithm)>,
-    rx: Option<Receiver<Vec<Record>>>,
+/// One software thread's producer, as the merged stream sees it.
+struct Producer {
+    rx: Receiver<Batch>,
     /// Where consumed batches go back to the producer for reuse.
-    spare_tx: Option<SyncSender<Vec<Record>>>,
-    current: Vec<Record>,
+    spare_tx: SyncSender<Vec<Record>>,
+    records: Vec<Record>,
     pos: usize,
-    total: u64,
+    /// After `records`, the thread waits at a barrier.
+    barrier_next: bool,
+    /// Read up to a barrier: nothing more is taken from it until every thread got there.
+    waiting: bool,
+    /// Its algorithm ended and every record it emitted has been read.
+    done: bool,
     worker: Option<JoinHandle<Outcome>>,
+}
+
+impl Producer {
+    fn runnable(&self) -> bool {
+        !self.done && !self.waiting
+    }
+}
+
+/// A `RecordSource` fed by generators running on their own threads: one program, or the threads
+/// of a team merged into one stream. The threads start on the first `fill`, so building a
+/// workload only to measure its footprint (`xlat workloads`) never runs its algorithm.
+pub struct ThreadedSource {
+    pid: u16,
+    pending: Vec<Algorithm>,
+    producers: Vec<Producer>,
+    team: Option<Arc<TeamSync>>,
+    /// The thread whose turn it is, and the records its turn still takes.
+    current: usize,
+    turn: usize,
+    turn_left: usize,
+    emitted: u64,
+    total: u64,
+    /// Where in the merged stream each barrier opened, for tests of the interleaving.
+    #[cfg(test)]
+    barriers: Vec<u64>,
 }
 
 impl ThreadedSource {
@@ -164,104 +393,229 @@ impl ThreadedSource {
     where
         F: FnOnce(&mut Emitter) -> std::result::Result<(), Stop> + Send + 'static,
     {
+        ThreadedSource::of(pid, budget, vec![Box::new(algorithm)])
+    }
+
+    /// Run a program of `threads` software threads in process `pid` (all sharing its address
+    /// space): `algorithm(i)` is thread `i`'s algorithm, whose records carry core `i`. The
+    /// threads' streams are merged round robin, [`TURN`] records at a time, into at most `budget`
+    /// records in all. One thread is exactly [`ThreadedSource::spawn`].
+    pub fn team<F>(
+        pid: u16,
+        budget: u64,
+        threads: u32,
+        mut algorithm: impl FnMut(usize) -> F,
+    ) -> ThreadedSource
+    where
+        F: FnOnce(&mut Emitter) -> std::result::Result<(), Stop> + Send + 'static,
+    {
+        let threads = threads.clamp(1, MAX_THREADS) as usize;
+        let pending = (0..threads)
+            .map(|i| Box::new(algorithm(i)) as Algorithm)
+            .collect();
+        ThreadedSource::of(pid, budget, pending)
+    }
+
+    fn of(pid: u16, budget: u64, pending: Vec<Algorithm>) -> ThreadedSource {
+        let threads = pending.len();
         ThreadedSource {
-            pending: Some((pid, Box::new(algorithm))),
-            rx: None,
-            spare_tx: None,
-            current: Vec::new(),
-            pos: 0,
+            pid,
+            pending,
+            producers: Vec::new(),
+            team: None,
+            current: 0,
+            // One thread has nobody to take turns with.
+            turn: if threads == 1 { usize::MAX } else { TURN },
+            turn_left: if threads == 1 { usize::MAX } else { TURN },
+            emitted: 0,
             total: budget,
-            worker: None,
+            #[cfg(test)]
+            barriers: Vec::new(),
         }
     }
 
-    fn start(&mut self) {
-        let Some((pid, algorithm)) = self.pending.take() else {
-            return;
-        };
-        let budget = self.total;
-        let (tx, rx) = sync_channel(CHANNEL_DEPTH);
-        let (spare_tx, spare) = sync_channel(CHANNEL_DEPTH + 2);
-        let worker = std::thread::Builder::new()
-            .name("xlat-workload".into())
-            .spawn(move || {
-                let mut e = Emitter {
-                    tx,
-                    spare,
-                    batch: Vec::with_capacity(BATCH),
-                    pid,
-                    pending_instr: 0,
-                    emitted: 0,
-                    budget,
-                };
-                let result = algorithm(&mut e);
-                let delivered = e.flush().is_ok();
-                if result.is_err() && delivered && e.emitted < e.budget {
-                    Outcome::StoppedEarly { emitted: e.emitted }
-                } else {
-                    Outcome::Finished
-                }
-            })
-            .expect("spawning the workload thread");
-        self.rx = Some(rx);
-        self.spare_tx = Some(spare_tx);
-        self.worker = Some(worker);
+    fn start(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let threads = self.pending.len();
+        let team = (threads > 1).then(|| Arc::new(TeamSync::new(threads)));
+        for (core, algorithm) in std::mem::take(&mut self.pending).into_iter().enumerate() {
+            let (tx, rx) = sync_channel(CHANNEL_DEPTH);
+            let (spare_tx, spare) = sync_channel(CHANNEL_DEPTH + 2);
+            let mut e = Emitter {
+                tx,
+                spare,
+                batch: Vec::with_capacity(BATCH),
+                pid: self.pid,
+                core: core as u8,
+                threads,
+                team: team.clone(),
+                pending_instr: 0,
+                emitted: 0,
+                budget: self.total,
+            };
+            let leave = Leave(team.clone());
+            let worker = std::thread::Builder::new()
+                .name(format!("xlat-workload-{core}"))
+                .spawn(move || {
+                    let _leave = leave;
+                    let result = algorithm(&mut e);
+                    let delivered = e.flush().is_ok();
+                    if result.is_err() && delivered && e.emitted < e.budget {
+                        Outcome::StoppedEarly
+                    } else {
+                        Outcome::Finished
+                    }
+                })
+                .map_err(|err| Error::Workload(format!("cannot start a workload thread: {err}")))?;
+            self.producers.push(Producer {
+                rx,
+                spare_tx,
+                records: Vec::new(),
+                pos: 0,
+                barrier_next: false,
+                waiting: false,
+                done: false,
+                worker: Some(worker),
+            });
+        }
+        self.team = team;
+        Ok(())
     }
 
-    /// The producer is done: report how it ended.
-    fn join(&mut self) -> Result<()> {
-        let Some(w) = self.worker.take() else {
+    /// End the current turn: the next thread in order that can run takes over. When every
+    /// thread still running waits at the barrier, the barrier opens and the turns start again
+    /// from the lowest thread, as all threads leave a barrier together.
+    fn end_turn(&mut self) {
+        self.turn_left = self.turn;
+        let n = self.producers.len();
+        for step in 1..=n {
+            let i = (self.current + step) % n;
+            if self.producers[i].runnable() {
+                self.current = i;
+                return;
+            }
+        }
+        let mut opened = false;
+        for p in self.producers.iter_mut().filter(|p| !p.done) {
+            p.waiting = false;
+            opened = true;
+        }
+        if opened {
+            #[cfg(test)]
+            self.barriers.push(self.emitted);
+            self.current = self.producers.iter().position(|p| !p.done).unwrap_or(0);
+        }
+    }
+
+    /// The run ended: the budget is spent, or every thread has finished.
+    fn finish(&mut self) -> Result<()> {
+        if self.emitted >= self.total {
+            // The threads may still be running (one blocked on its channel, others at a
+            // barrier): hang up on them so they stop, without waiting for them.
+            self.producers.clear();
+            if let Some(team) = &self.team {
+                team.abort();
+            }
             return Ok(());
-        };
-        match w.join() {
-            Ok(Outcome::Finished) => Ok(()),
-            Ok(Outcome::StoppedEarly { emitted }) => Err(Error::Workload(format!(
-                "the workload stopped after {emitted} of {} references: a structure it \
+        }
+        let mut stopped_early = false;
+        let mut panicked = false;
+        for p in &mut self.producers {
+            match p.worker.take().map(JoinHandle::join) {
+                Some(Ok(Outcome::StoppedEarly)) => stopped_early = true,
+                Some(Err(_)) => panicked = true,
+                Some(Ok(Outcome::Finished)) | None => {}
+            }
+        }
+        if panicked {
+            // A panic there is an engine bug: report it.
+            return Err(Error::Workload(
+                "the workload generator thread panicked".into(),
+            ));
+        }
+        if stopped_early {
+            return Err(Error::Workload(format!(
+                "the workload stopped after {} of {} references: a structure it \
                  preallocated (e.g. the node pool for updates) ran out; lower \
                  workload.references or workload.update_ratio",
-                self.total
-            ))),
-            // A panic there is an engine bug: report it.
-            Err(_) => Err(Error::Workload(
-                "the workload generator thread panicked".into(),
-            )),
+                self.emitted, self.total
+            )));
         }
+        Ok(())
+    }
+
+    /// Where in the merged stream each barrier opened (tests of the interleaving).
+    #[cfg(test)]
+    pub(crate) fn barrier_positions(&self) -> &[u64] {
+        &self.barriers
     }
 }
 
 impl RecordSource for ThreadedSource {
     fn fill(&mut self, buf: &mut Vec<Record>) -> Result<()> {
         buf.clear();
-        self.start();
+        self.start()?;
         let cap = buf.capacity().max(1);
-        while buf.len() < cap {
-            if self.pos == self.current.len() {
-                match self.rx.as_ref().map(|rx| rx.recv()) {
-                    Some(Ok(batch)) => {
-                        let used = std::mem::replace(&mut self.current, batch);
-                        if let Some(spare) = &self.spare_tx {
-                            // Full (the producer has enough) or gone: just drop it.
-                            let _ = spare.try_send(used);
-                        }
-                        self.pos = 0;
+        while buf.len() < cap && self.emitted < self.total {
+            let i = self.current;
+            let Some(p) = self.producers.get_mut(i).filter(|p| p.runnable()) else {
+                // Nobody can run: every thread has finished.
+                break;
+            };
+            if p.pos == p.records.len() {
+                if p.barrier_next {
+                    p.barrier_next = false;
+                    p.waiting = true;
+                    self.end_turn();
+                    continue;
+                }
+                match p.rx.recv() {
+                    Ok(batch) => {
+                        let used = std::mem::replace(&mut p.records, batch.records);
+                        // Full (the producer has enough) or gone: just drop it.
+                        let _ = p.spare_tx.try_send(used);
+                        p.pos = 0;
+                        p.barrier_next = batch.barrier;
                     }
-                    _ => {
-                        if buf.is_empty() {
-                            self.join()?;
-                        }
-                        break;
+                    Err(_) => {
+                        p.done = true;
+                        self.end_turn();
                     }
                 }
+                continue;
             }
-            let n = (cap - buf.len()).min(self.current.len() - self.pos);
-            buf.extend_from_slice(&self.current[self.pos..self.pos + n]);
-            self.pos += n;
+            let left = usize::try_from(self.total - self.emitted).unwrap_or(usize::MAX);
+            let n = (cap - buf.len())
+                .min(p.records.len() - p.pos)
+                .min(self.turn_left)
+                .min(left);
+            buf.extend_from_slice(&p.records[p.pos..p.pos + n]);
+            p.pos += n;
+            self.emitted += n as u64;
+            self.turn_left -= n;
+            if self.turn_left == 0 {
+                self.end_turn();
+            }
+        }
+        if buf.is_empty() {
+            self.finish()?;
         }
         Ok(())
     }
 
     fn len_hint(&self) -> Option<u64> {
         Some(self.total)
+    }
+}
+
+impl Drop for ThreadedSource {
+    /// Threads waiting at a barrier would wait forever once nobody reads: send them home.
+    fn drop(&mut self) {
+        if let Some(team) = &self.team {
+            team.abort();
+        }
     }
 }
 
@@ -423,5 +777,217 @@ mod tests {
             })
         };
         assert_eq!(drain(make(), 1), drain(make(), 5000));
+    }
+
+    use crate::workload::testutil::{max_lead, per_core};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    type Body = dyn Fn(&mut Emitter) -> std::result::Result<(), Stop> + Send + Sync;
+
+    /// A team of `threads` running `body` each, drained; with where its barriers opened.
+    fn team(threads: u32, budget: u64, body: Arc<Body>) -> (Vec<Record>, Vec<u64>) {
+        let mut s = ThreadedSource::team(5, budget, threads, |_| {
+            let body = body.clone();
+            move |e: &mut Emitter| body(e)
+        });
+        let mut all = Vec::new();
+        let mut buf = Vec::with_capacity(1000);
+        loop {
+            s.fill(&mut buf).unwrap();
+            if buf.is_empty() {
+                return (all, s.barrier_positions().to_vec());
+            }
+            all.extend_from_slice(&buf);
+        }
+    }
+
+    #[test]
+    fn static_share_splits_like_libgomp() {
+        let shares: Vec<_> = (0..4).map(|t| static_share(10..20, t, 4)).collect();
+        assert_eq!(shares, vec![10..13, 13..16, 16..18, 18..20]);
+        assert_eq!(static_share(0..2, 3, 4), 2..2);
+        assert_eq!(static_share(0..7, 0, 1), 0..7);
+        for n in 0..40 {
+            let mut next = 0;
+            for t in 0..7 {
+                let s = static_share(0..n, t, 7);
+                assert_eq!(s.start, next);
+                next = s.end;
+            }
+            assert_eq!(next, n);
+        }
+    }
+
+    #[test]
+    fn team_threads_carry_their_core_and_count_in_their_own_stream() {
+        let (recs, _) = team(
+            4,
+            u64::MAX,
+            Arc::new(|e: &mut Emitter| {
+                let me = e.thread() as u64;
+                for i in 0..3000u64 {
+                    e.instr(me as u32 + 1);
+                    let a = e.load(VirtAddr((me << 32) + i * 64), 8)?;
+                    e.store_dep(VirtAddr((me << 32) + i * 64 + 8), 8, a)?;
+                }
+                Ok(())
+            }),
+        );
+        assert_eq!(recs.len(), 4 * 6000);
+        assert!(recs.iter().all(|r| r.pid == 5));
+        for (core, mine) in per_core(&recs) {
+            assert!(core < 4);
+            assert_eq!(mine.len(), 6000);
+            for (local, (_, r)) in mine.iter().enumerate() {
+                assert_eq!(r.vaddr.0 >> 32, core as u64);
+                let (delta, dep) = if local % 2 == 0 {
+                    (core as u32 + 1, 0)
+                } else {
+                    (0, 1)
+                };
+                assert_eq!(
+                    (r.instr_delta, r.dep),
+                    (delta, dep),
+                    "core {core} record {local}"
+                );
+            }
+        }
+        // Turns of TURN records keep every thread within one turn of the others.
+        assert!(max_lead(&recs, &[]) <= TURN as u64);
+        assert_ne!(recs[0].core, recs[TURN].core);
+    }
+
+    #[test]
+    fn barriers_order_the_merged_stream_and_unequal_phases_interleave_while_they_last() {
+        // Thread t emits (t + 1) * (phase + 1) * 300 records in each of 5 phases.
+        let (recs, barriers) = team(
+            3,
+            u64::MAX,
+            Arc::new(|e: &mut Emitter| {
+                let me = e.thread() as u64;
+                for phase in 0..5u64 {
+                    for i in 0..(me + 1) * (phase + 1) * 300 {
+                        e.instr(1);
+                        e.load(VirtAddr(phase << 40 | me << 32 | (i * 8)), 8)?;
+                    }
+                    e.barrier()?;
+                }
+                Ok(())
+            }),
+        );
+        let phase_of = |r: &Record| r.vaddr.0 >> 40;
+        assert!(recs.windows(2).all(|w| phase_of(&w[0]) <= phase_of(&w[1])));
+        let starts: Vec<u64> = (1..5)
+            .map(|p| recs.iter().position(|r| phase_of(r) == p).unwrap() as u64)
+            .collect();
+        // The last barrier opens after the last records: an empty phase.
+        assert_eq!(barriers[..4], starts[..]);
+        assert_eq!(barriers.len(), 5);
+        assert!(max_lead(&recs, &barriers) <= TURN as u64);
+        // Without the barriers, the threads that work more would have run far ahead.
+        assert!(max_lead(&recs, &[]) > 10 * TURN as u64);
+    }
+
+    #[test]
+    fn share_computes_once_and_hands_every_thread_the_same_value() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = calls.clone();
+        let (recs, _) = team(
+            4,
+            u64::MAX,
+            Arc::new(move |e: &mut Emitter| {
+                for round in 0..3u64 {
+                    let v = e.share(|| {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        0x1000 * (round + 1)
+                    })?;
+                    e.load(VirtAddr(*v), 8)?;
+                }
+                Ok(())
+            }),
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        let addrs: Vec<u64> = recs.iter().map(|r| r.vaddr.0).collect();
+        assert_eq!(addrs, [[0x1000; 4], [0x2000; 4], [0x3000; 4]].concat());
+    }
+
+    #[test]
+    fn a_thread_that_ends_leaves_the_team() {
+        let (recs, _) = team(
+            3,
+            u64::MAX,
+            Arc::new(|e: &mut Emitter| {
+                let phases = if e.thread() == 1 { 1 } else { 4 };
+                for phase in 0..phases {
+                    e.load(VirtAddr(phase * 8), 8)?;
+                    e.barrier()?;
+                }
+                Ok(())
+            }),
+        );
+        let mine = per_core(&recs);
+        assert_eq!(mine[&0].len(), 4);
+        assert_eq!(mine[&1].len(), 1);
+        assert_eq!(mine[&2].len(), 4);
+    }
+
+    #[test]
+    fn a_team_stops_at_its_budget_and_its_threads_end() {
+        let running = Arc::new(AtomicUsize::new(0));
+        let count = running.clone();
+        let (recs, _) = team(
+            4,
+            10_000,
+            Arc::new(move |e: &mut Emitter| {
+                struct Running(Arc<AtomicUsize>);
+                impl Drop for Running {
+                    fn drop(&mut self) {
+                        self.0.fetch_sub(1, Ordering::SeqCst);
+                    }
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+                let _running = Running(count.clone());
+                // Thread 3 works far more per phase: the others wait at barriers when the
+                // budget runs out.
+                let n = if e.thread() == 3 { 5000 } else { 10 };
+                loop {
+                    for i in 0..n {
+                        e.load(VirtAddr(i * 64), 8)?;
+                    }
+                    e.barrier()?;
+                }
+            }),
+        );
+        assert_eq!(recs.len(), 10_000);
+        for _ in 0..1000 {
+            if running.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        panic!("team threads still running after the source ended");
+    }
+
+    #[test]
+    fn a_team_stream_is_deterministic() {
+        let body: Arc<Body> = Arc::new(|e: &mut Emitter| {
+            let me = e.thread() as u64;
+            for phase in 0..20u64 {
+                // Uneven work and host timing that differs from run to run.
+                for i in 0..(phase * 37 + me * 101) % 900 {
+                    if i % 97 == 0 {
+                        std::thread::yield_now();
+                    }
+                    e.load(VirtAddr(me << 32 | phase << 20 | i), 8)?;
+                }
+                e.barrier()?;
+            }
+            Ok(())
+        });
+        let first = team(4, 30_000, body.clone());
+        for _ in 0..3 {
+            assert_eq!(team(4, 30_000, body.clone()), first);
+        }
     }
 }

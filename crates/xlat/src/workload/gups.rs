@@ -1,12 +1,13 @@
 //! GUPS, the HPCC RandomAccess benchmark: `table[ran & (n-1)] ^= ran` with `ran` from the
 //! benchmark's shift-register generator (polynomial 0x7). Each update is a load and a store of the
 //! same random 8-byte word, so at large table sizes nearly every update misses every TLB.
+//! With `threads`, the updates are shared among software threads of the one process.
 
+use super::emit::{static_share, ThreadedSource};
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
 use crate::rng::{self, Rng};
-use crate::trace::{Op, Record, RecordSource};
 use serde::{Deserialize, Serialize};
 
 /// The RandomAccess generator polynomial.
@@ -29,6 +30,9 @@ pub struct GupsConfig {
     /// smaller pages where no free 1 GiB block exists.
     #[serde(default)]
     pub hugetlb_1g: bool,
+    /// Software threads of the one process, each on its own core (1 to 64).
+    #[serde(default = "super::one_thread")]
+    pub threads: u32,
 }
 
 fn default_populate() -> bool {
@@ -53,91 +57,151 @@ impl GupsConfig {
                 ),
             ));
         }
-        super::nonzero(format!("{path}.references"), self.references)
+        super::nonzero(format!("{path}.references"), self.references)?;
+        super::threads_in_range(format!("{path}.threads"), self.threads)
     }
 }
 
-pub struct Gups {
-    base: VirtAddr,
-    mask: u64,
-    ran: u64,
-    remaining: u64,
-    total: u64,
+/// One step of the RandomAccess generator: multiply by x modulo the primitive polynomial
+/// x^64 + x^2 + x + 1 over GF(2) (shift left, fold the carried-out bit back in).
+#[inline]
+fn step(ran: u64) -> u64 {
+    (ran << 1) ^ if (ran as i64) < 0 { POLY } else { 0 }
+}
+
+/// `a * b` in GF(2)[x] / (x^64 + x^2 + x + 1).
+fn mul(mut a: u64, b: u64) -> u64 {
+    let mut product = 0;
+    for bit in 0..64 {
+        if b >> bit & 1 == 1 {
+            product ^= a;
+        }
+        a = step(a);
+    }
+    product
+}
+
+/// `ran` after `n` steps, without taking them: a step multiplies by x, so `n` steps multiply by
+/// x^n, raised by squaring. This is how HPCC_starts puts each thread at its own point of the
+/// sequence.
+fn skip(ran: u64, n: u64) -> u64 {
+    let (mut result, mut x_power) = (ran, 2); // x^1
+    for bit in 0..64 {
+        if n >> bit & 1 == 1 {
+            result = mul(result, x_power);
+        }
+        x_power = mul(x_power, x_power);
+    }
+    result
+}
+
+/// Map the table and start the updates. The run's updates (`references / 2`, rounded up) are
+/// split among the threads as HPCC splits NUPDATE: each thread takes a contiguous share of the
+/// one random sequence, starting its generator at the first number of its share, so the threads
+/// together perform exactly the updates a single thread would. Every thread updates the one
+/// shared table.
+pub fn build(
+    cfg: &GupsConfig,
+    os: &mut dyn AddressSpaces,
     pid: u16,
-    /// The store half of an update still to be emitted.
-    pending_store: Option<u64>,
+    seed: u64,
+) -> Result<ThreadedSource> {
+    let base = os.mmap(
+        pid,
+        cfg.table_bytes,
+        if cfg.hugetlb_1g {
+            MapKind::Huge1G
+        } else {
+            MapKind::Anon
+        },
+    )?;
+    if cfg.populate {
+        os.populate(pid, base, cfg.table_bytes)?;
+    }
+    // HPCC starts the sequence at a fixed point; a seeded start plays that role.
+    let first = Rng::new(seed, rng::stream::WORKLOAD).next_u64() | 1;
+    let mask = cfg.table_bytes / 8 - 1;
+    let updates = cfg.references.div_ceil(2);
+    let threads = cfg.threads;
+    Ok(ThreadedSource::team(pid, cfg.references, threads, |t| {
+        let share = static_share(0..updates, t, threads as usize);
+        move |e| {
+            let mut ran = skip(first, share.start);
+            for _ in share {
+                ran = step(ran);
+                let addr = VirtAddr(base.0 + (ran & mask) * 8);
+                // Shift, test, xor-poly, mask, and the loop branch before the load; the xor
+                // between load and store.
+                e.instr(5);
+                e.load(addr, 8)?;
+                e.instr(1);
+                e.store(addr, 8)?;
+            }
+            Ok(())
+        }
+    }))
 }
 
-impl Gups {
-    pub fn new(cfg: &GupsConfig, os: &mut dyn AddressSpaces, pid: u16, seed: u64) -> Result<Gups> {
-        let base = os.mmap(
-            pid,
-            cfg.table_bytes,
-            if cfg.hugetlb_1g {
-                MapKind::Huge1G
-            } else {
-                MapKind::Anon
-            },
-        )?;
-        if cfg.populate {
-            os.populate(pid, base, cfg.table_bytes)?;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Op, Record};
+    use crate::workload::emit::TURN;
+    use crate::workload::testutil::{self, max_lead, per_core};
+
+    fn run(threads: u32, references: u64) -> Vec<Record> {
+        let cfg: GupsConfig = toml::from_str(&format!(
+            "table_bytes = 65536\nreferences = {references}\nthreads = {threads}"
+        ))
+        .unwrap();
+        cfg.validate("workload").unwrap();
+        let mut os = testutil::os(64);
+        let pid = os.spawn().unwrap();
+        testutil::drain_owned(build(&cfg, &mut os, pid, 9).unwrap())
+    }
+
+    #[test]
+    fn a_team_performs_exactly_the_single_thread_updates() {
+        let alone = run(1, 20_000);
+        let team = run(4, 20_000);
+        let updates = |recs: &[Record]| {
+            let mut u: Vec<u64> = recs.iter().map(|r| r.vaddr.0).collect();
+            u.sort_unstable();
+            u
+        };
+        assert_eq!(updates(&team), updates(&alone));
+        for (core, mine) in per_core(&team) {
+            assert_eq!(mine.len(), 5000, "core {core}");
+            for pair in mine.chunks(2) {
+                let (load, store) = (pair[0].1, pair[1].1);
+                assert_eq!((load.op, load.instr_delta), (Op::Load, 5));
+                assert_eq!((store.op, store.instr_delta), (Op::Store, 1));
+                assert_eq!(load.vaddr, store.vaddr);
+            }
         }
-        // HPCC starts each stream at a point of the sequence; a seeded start plays that role.
-        let ran = Rng::new(seed, rng::stream::WORKLOAD).next_u64() | 1;
-        Ok(Gups {
-            base,
-            mask: cfg.table_bytes / 8 - 1,
-            ran,
-            remaining: cfg.references,
-            total: cfg.references,
-            pid,
-            pending_store: None,
-        })
+        // Thread 1 starts where the single thread's 2500th update is.
+        assert_eq!(per_core(&team)[&1][0].1.vaddr, alone[5000].vaddr);
+        assert!(max_lead(&team, &[]) <= TURN as u64);
+        // An odd budget ends on a load.
+        assert_eq!(run(3, 20_001).len(), 20_001);
     }
 
-    #[inline]
-    fn next_ran(&mut self) -> u64 {
-        self.ran = (self.ran << 1) ^ if (self.ran as i64) < 0 { POLY } else { 0 };
-        self.ran
-    }
-}
-
-impl RecordSource for Gups {
-    fn fill(&mut self, buf: &mut Vec<Record>) -> Result<()> {
-        buf.clear();
-        while buf.len() < buf.capacity() && self.remaining > 0 {
-            self.remaining -= 1;
-            let rec = match self.pending_store.take() {
-                // The xor and the store: one instruction between load and store.
-                Some(addr) => Record {
-                    vaddr: VirtAddr(addr),
-                    op: Op::Store,
-                    size: 8,
-                    pid: self.pid,
-                    instr_delta: 1,
-                    ..Default::default()
-                },
-                None => {
-                    let ran = self.next_ran();
-                    let addr = self.base.0 + (ran & self.mask) * 8;
-                    self.pending_store = Some(addr);
-                    // Shift, test, xor-poly, mask, and the loop branch before the load.
-                    Record {
-                        vaddr: VirtAddr(addr),
-                        op: Op::Load,
-                        size: 8,
-                        pid: self.pid,
-                        instr_delta: 5,
-                        ..Default::default()
-                    }
-                }
-            };
-            buf.push(rec);
+    #[test]
+    fn skipping_equals_stepping() {
+        let start = 0x1234_5678_9abc_def1;
+        let mut ran = start;
+        for n in 0..300 {
+            assert_eq!(skip(start, n), ran, "{n} steps");
+            ran = step(ran);
         }
-        Ok(())
-    }
-
-    fn len_hint(&self) -> Option<u64> {
-        Some(self.total)
+        let mut ran = start;
+        for _ in 0..100_000 {
+            ran = step(ran);
+        }
+        assert_eq!(skip(start, 100_000), ran);
+        assert_eq!(
+            skip(skip(start, 1 << 40), 12345),
+            skip(start, (1 << 40) + 12345)
+        );
     }
 }

@@ -8,6 +8,10 @@
 //! memory instruction itself; a slice ends after the record that reaches the quantum), then
 //! switches to the next member that still has records. Members that run out leave the rotation;
 //! the mix ends when all have, or after `references` records in total.
+//!
+//! Member `i`'s records carry core `i`: on a multi-core system each member runs on its own core
+//! (the engine routes a record to core `core % cores`); on one core they all share core 0 as
+//! before. Members are single-threaded: a member's `threads` must be 1.
 
 use super::WorkloadConfig;
 use crate::error::{Error, Result};
@@ -60,6 +64,16 @@ impl MixConfig {
                 "must list at least one workload",
             ));
         }
+        if self.members.len() > MAX_MEMBERS {
+            return Err(Error::config(
+                format!("{path}.members"),
+                format!(
+                    "lists {} workloads; at most {MAX_MEMBERS} (a record names its core, one per \
+                     member, in a byte)",
+                    self.members.len()
+                ),
+            ));
+        }
         for (i, m) in self.members.iter().enumerate() {
             let at = format!("{path}.members[{i}]");
             if let WorkloadConfig::Mix(_) = m {
@@ -69,6 +83,14 @@ impl MixConfig {
                 ));
             }
             m.validate(&at)?;
+            // The member's core is its index; its records' dependences are re-based onto the
+            // mix's one stream, which assumes one stream per member.
+            if m.cores() > 1 {
+                return Err(Error::config(
+                    format!("{at}.threads"),
+                    "a mix member runs single-threaded (its core is its position in the mix)",
+                ));
+            }
         }
         super::nonzero(format!("{path}.quantum"), self.quantum)?;
         super::nonzero(format!("{path}.references"), self.references)
@@ -127,6 +149,8 @@ pub fn build(cfg: &MixConfig, os: &mut dyn AddressSpaces, seed: u64) -> Result<M
     })
 }
 
+/// Most members: each gets its own core number, and a record's core is a byte.
+const MAX_MEMBERS: usize = 256;
 /// Records read from a member at a time.
 const MEMBER_BATCH: usize = 4096;
 /// Slices per member remembered for re-basing dependences.
@@ -218,6 +242,8 @@ impl RecordSource for Mix {
             let mut r = m.buf[m.pos];
             m.pos += 1;
             r.pid = m.pid;
+            // Validation keeps the index below 256.
+            r.core = self.current as u8;
             r.dep = m.rebase(r.dep, self.emitted);
             m.taken += 1;
             self.emitted += 1;
@@ -315,6 +341,20 @@ mod tests {
     }
 
     #[test]
+    fn each_member_runs_on_its_own_core() {
+        let recs = run_mix(&mix_cfg(TWO), 2);
+        // Member i is process i here, and its records carry core i.
+        assert!(recs.iter().all(|r| r.core as u16 == r.pid));
+        assert_eq!(
+            recs.iter()
+                .map(|r| r.core)
+                .collect::<std::collections::BTreeSet<_>>(),
+            [0, 1, 2].into()
+        );
+        assert_eq!(WorkloadConfig::Mix(mix_cfg(TWO)).cores(), 3);
+    }
+
+    #[test]
     fn slices_respect_the_quantum_round_robin() {
         let cfg = mix_cfg(TWO);
         let recs = run_mix(&cfg, 1);
@@ -382,6 +422,10 @@ mod tests {
         assert!(e.contains("`workload.members`"), "{e}");
         let e = err("quantum = 0");
         assert!(e.contains("`workload.quantum`"), "{e}");
+        let e = err(&TWO.replace("table_bytes = 65536", "table_bytes = 65536\nthreads = 2"));
+        assert!(e.contains("`workload.members[2].threads`"), "{e}");
+        let e = err(&"[[members]]\nname = 'gups'\n".repeat(257));
+        assert!(e.contains("`workload.members`"), "{e}");
         assert!(toml::from_str::<MixConfig>("[[members]]\nname = 'gups'\nbogus = 1\n").is_err());
     }
 

@@ -33,13 +33,13 @@ pub use dlrm::DlrmConfig;
 pub use graph::{
     BcConfig, BfsConfig, CcConfig, DcConfig, DfsConfig, GcConfig, PrConfig, SsspConfig, TcConfig,
 };
-pub use gups::{Gups, GupsConfig};
+pub use gups::GupsConfig;
 pub use index::IndexConfig;
 pub use kmer::KmerConfig;
 pub use kvstore::KvConfig;
 pub use mix::MixConfig;
 pub use mummer::MummerConfig;
-pub use stream::{Stream, StreamConfig};
+pub use stream::StreamConfig;
 pub use sysbench::SysbenchConfig;
 pub use xsbench::XsbenchConfig;
 
@@ -217,6 +217,21 @@ impl WorkloadConfig {
         }
     }
 
+    /// How many cores the workload's records name: they carry `core` in `0..cores()`. One per
+    /// software thread of a multi-threaded workload, one per member of a mix (each its own
+    /// process), 1 for everything else.
+    pub fn cores(&self) -> u32 {
+        match self {
+            WorkloadConfig::Gups(g) => g.threads,
+            WorkloadConfig::Stream(s) => s.threads,
+            WorkloadConfig::Xsbench(x) => x.threads,
+            WorkloadConfig::Bfs(c) => c.threads,
+            WorkloadConfig::Pr(c) => c.threads,
+            WorkloadConfig::Mix(m) => m.members.len().try_into().unwrap_or(u32::MAX),
+            _ => 1,
+        }
+    }
+
     pub fn validate(&self, path: &str) -> Result<()> {
         match self {
             WorkloadConfig::Gups(g) => g.validate(path),
@@ -272,8 +287,8 @@ pub(crate) fn build_into(
     seed: u64,
 ) -> Result<Box<dyn RecordSource>> {
     Ok(match cfg {
-        WorkloadConfig::Gups(g) => Box::new(Gups::new(g, os, pid, seed)?),
-        WorkloadConfig::Stream(s) => Box::new(Stream::new(s, os, pid)?),
+        WorkloadConfig::Gups(g) => Box::new(gups::build(g, os, pid, seed)?),
+        WorkloadConfig::Stream(s) => Box::new(stream::build(s, os, pid)?),
         WorkloadConfig::Xsbench(x) => Box::new(xsbench::build(x, os, pid, seed)?),
         WorkloadConfig::Btree(b) => Box::new(btree::build(b, os, pid, seed)?),
         WorkloadConfig::Hashtable(c) => Box::new(hashtable::build(c, os, pid, seed)?),
@@ -304,6 +319,25 @@ pub(crate) fn build_into(
             crate::trace::open(Path::new(&t.path))?
         }
     })
+}
+
+fn one_thread() -> u32 {
+    1
+}
+
+/// The `threads` key of the multi-threaded workloads.
+pub(crate) fn threads_in_range(key: String, threads: u32) -> Result<()> {
+    if (1..=emit::MAX_THREADS).contains(&threads) {
+        Ok(())
+    } else {
+        Err(Error::config(
+            key,
+            format!(
+                "must be between 1 and {} (software threads, one per core), got {threads}",
+                emit::MAX_THREADS
+            ),
+        ))
+    }
 }
 
 pub(crate) fn nonzero(key: String, v: u64) -> Result<()> {

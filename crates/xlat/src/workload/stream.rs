@@ -1,10 +1,10 @@
 //! STREAM triad: `a[i] = b[i] + q * c[i]` over three arrays of 8-byte doubles, repeated.
 //! Sequential: one TLB miss per page per array, the opposite corner from GUPS.
 
+use super::emit::{static_share, ThreadedSource};
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
-use crate::trace::{Op, Record, RecordSource};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -24,6 +24,9 @@ pub struct StreamConfig {
     /// smaller pages where no free 1 GiB block exists.
     #[serde(default)]
     pub hugetlb_1g: bool,
+    /// Software threads of the one process, each on its own core (1 to 64).
+    #[serde(default = "super::one_thread")]
+    pub threads: u32,
 }
 
 fn default_populate() -> bool {
@@ -45,78 +48,106 @@ impl StreamConfig {
                 format!("must be a positive multiple of 8, got {}", self.array_bytes),
             ));
         }
-        super::nonzero(format!("{path}.references"), self.references)
+        super::nonzero(format!("{path}.references"), self.references)?;
+        super::threads_in_range(format!("{path}.threads"), self.threads)
     }
 }
 
-pub struct Stream {
-    arrays: [VirtAddr; 3], // a, b, c
-    elements: u64,
-    i: u64,
-    phase: u8,
-    remaining: u64,
-    total: u64,
-    pid: u16,
-}
-
-impl Stream {
-    pub fn new(cfg: &StreamConfig, os: &mut dyn AddressSpaces, pid: u16) -> Result<Stream> {
-        let mut arrays = [VirtAddr(0); 3];
-        for a in &mut arrays {
-            *a = os.mmap(
-                pid,
-                cfg.array_bytes,
-                if cfg.hugetlb_1g {
-                    MapKind::Huge1G
-                } else {
-                    MapKind::Anon
-                },
-            )?;
-            if cfg.populate {
-                os.populate(pid, *a, cfg.array_bytes)?;
-            }
-        }
-        Ok(Stream {
-            arrays,
-            elements: cfg.array_bytes / 8,
-            i: 0,
-            phase: 0,
-            remaining: cfg.references,
-            total: cfg.references,
+/// Map the three arrays and start the triad. With `threads`, each thread runs the triad over
+/// its own contiguous chunk of the arrays (OpenMP's static schedule), and the threads meet at a
+/// barrier after every pass, as at the end of STREAM's parallel loop.
+pub fn build(cfg: &StreamConfig, os: &mut dyn AddressSpaces, pid: u16) -> Result<ThreadedSource> {
+    let mut arrays = [VirtAddr(0); 3];
+    for a in &mut arrays {
+        *a = os.mmap(
             pid,
-        })
+            cfg.array_bytes,
+            if cfg.hugetlb_1g {
+                MapKind::Huge1G
+            } else {
+                MapKind::Anon
+            },
+        )?;
+        if cfg.populate {
+            os.populate(pid, *a, cfg.array_bytes)?;
+        }
     }
-}
-
-impl RecordSource for Stream {
-    fn fill(&mut self, buf: &mut Vec<Record>) -> Result<()> {
-        buf.clear();
-        while buf.len() < buf.capacity() && self.remaining > 0 {
-            self.remaining -= 1;
-            let off = self.i * 8;
-            // load b[i]; load c[i]; fma; store a[i]; index increment, compare and branch.
-            let (array, op, instr_delta) = match self.phase {
-                0 => (1, Op::Load, 2),
-                1 => (2, Op::Load, 0),
-                _ => (0, Op::Store, 1),
-            };
-            buf.push(Record {
-                vaddr: VirtAddr(self.arrays[array].0 + off),
-                op,
-                size: 8,
-                pid: self.pid,
-                instr_delta,
-                ..Default::default()
-            });
-            self.phase = (self.phase + 1) % 3;
-            if self.phase == 0 {
-                self.i = (self.i + 1) % self.elements;
+    let [a, b, c] = arrays;
+    let elements = cfg.array_bytes / 8;
+    let threads = cfg.threads;
+    Ok(ThreadedSource::team(pid, cfg.references, threads, |t| {
+        let chunk = static_share(0..elements, t, threads as usize);
+        move |e| {
+            // More threads than elements: this one has nothing to do.
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            loop {
+                for i in chunk.clone() {
+                    // load b[i]; load c[i]; fma; store a[i]; index increment, compare, branch.
+                    e.instr(2);
+                    e.load(VirtAddr(b.0 + i * 8), 8)?;
+                    e.load(VirtAddr(c.0 + i * 8), 8)?;
+                    e.instr(1);
+                    e.store(VirtAddr(a.0 + i * 8), 8)?;
+                }
+                e.barrier()?;
             }
         }
-        Ok(())
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Record;
+    use crate::workload::emit::TURN;
+    use crate::workload::testutil::{self, max_lead, per_core};
+    use crate::workload::RecordSource;
+
+    /// 1000 elements per array, `passes` passes over them.
+    fn run(threads: u32, passes: u64) -> (Vec<Record>, Vec<u64>) {
+        let cfg: StreamConfig = toml::from_str(&format!(
+            "array_bytes = 8000\nreferences = {}\nthreads = {threads}",
+            3000 * passes
+        ))
+        .unwrap();
+        cfg.validate("workload").unwrap();
+        let mut os = testutil::os(64);
+        let pid = os.spawn().unwrap();
+        let mut src = build(&cfg, &mut os, pid).unwrap();
+        let recs = testutil::drain(&mut src as &mut dyn RecordSource, 1000);
+        (recs, src.barrier_positions().to_vec())
     }
 
-    fn len_hint(&self) -> Option<u64> {
-        Some(self.total)
+    #[test]
+    fn each_thread_streams_its_own_chunk_and_passes_meet_at_barriers() {
+        let (alone, _) = run(1, 3);
+        let (team, barriers) = run(3, 3);
+        let sorted = |recs: &[Record]| {
+            let mut v: Vec<_> = recs.iter().map(|r| (r.vaddr.0, r.instr_delta)).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(sorted(&team), sorted(&alone));
+        let base = alone[0].vaddr.0; // b[0]
+        for (core, mine) in per_core(&team) {
+            // Elements 0..334, 334..667, 667..1000 of b, c and a, in order, every pass.
+            let chunk = static_share(0..1000, core as usize, 3);
+            let first = (mine[0].1.vaddr.0 - base) / 8;
+            assert_eq!(first, chunk.start, "core {core}");
+            assert_eq!(mine.len() as u64, 3 * 3 * (chunk.end - chunk.start));
+        }
+        // A barrier after each pass (the budget ends the run at the third).
+        assert_eq!(barriers, [3000, 6000]);
+        assert!(max_lead(&team, &barriers) <= TURN as u64);
+        // More threads than elements: the idle ones just end.
+        let cfg: StreamConfig =
+            toml::from_str("array_bytes = 16\nreferences = 60\nthreads = 5").unwrap();
+        let mut os = testutil::os(64);
+        let pid = os.spawn().unwrap();
+        let recs = testutil::drain_owned(build(&cfg, &mut os, pid).unwrap());
+        assert_eq!(recs.len(), 60);
+        assert!(recs.iter().all(|r| r.core < 2));
     }
 }

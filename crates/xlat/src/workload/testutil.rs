@@ -115,3 +115,43 @@ where
         Ok(())
     });
 }
+
+/// Each core's records, in order, with their positions in the merged stream.
+pub fn per_core(recs: &[Record]) -> std::collections::BTreeMap<u8, Vec<(usize, Record)>> {
+    let mut by_core = std::collections::BTreeMap::<u8, Vec<(usize, Record)>>::new();
+    for (k, r) in recs.iter().enumerate() {
+        by_core.entry(r.core).or_default().push((k, *r));
+    }
+    by_core
+}
+
+/// How far one thread's records ran ahead of another's in the merged stream: the most records a
+/// thread has emitted beyond a thread that still has records to come, counted from the last
+/// barrier (`barriers`: where in the stream each opened; a thread waiting at a barrier is not
+/// behind, it is done with the phase).
+pub fn max_lead(recs: &[Record], barriers: &[u64]) -> u64 {
+    let mut bounds: Vec<usize> = barriers.iter().map(|&b| b as usize).collect();
+    bounds.push(recs.len());
+    let mut lead = 0;
+    let mut from = 0;
+    for to in bounds {
+        let phase = &recs[from..to.max(from)];
+        let mut left = [0u64; 256];
+        for r in phase {
+            left[r.core as usize] += 1;
+        }
+        let mut done = [0u64; 256];
+        for r in phase {
+            done[r.core as usize] += 1;
+            left[r.core as usize] -= 1;
+            let cores = 0..256;
+            let ahead = cores.clone().map(|c| done[c]).max().unwrap_or(0);
+            let behind = cores.filter(|&c| left[c] > 0).map(|c| done[c]).min();
+            if let Some(behind) = behind {
+                lead = lead.max(ahead - behind);
+            }
+        }
+        from = to;
+    }
+    lead
+}

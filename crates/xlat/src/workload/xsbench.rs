@@ -38,6 +38,9 @@ pub struct XsbenchConfig {
     /// Map the memory before the first reference (XSBench initialises its grids first).
     #[serde(default = "super::index::default_populate")]
     pub populate: bool,
+    /// Software threads of the one process, each on its own core, sharing the lookups (1 to 64).
+    #[serde(default = "super::one_thread")]
+    pub threads: u32,
 }
 
 fn default_isotopes() -> u64 {
@@ -92,7 +95,8 @@ impl XsbenchConfig {
                 ),
             ));
         }
-        super::nonzero(format!("{path}.references"), self.references)
+        super::nonzero(format!("{path}.references"), self.references)?;
+        super::threads_in_range(format!("{path}.threads"), self.threads)
     }
 
     /// Bytes of the grids, `None` on overflow.
@@ -136,17 +140,40 @@ pub fn build(
         layout.mat_nuclides.push(heap.array(os, n, 4)?);
         layout.mat_concs.push(heap.array(os, n, 8)?);
     }
-    Ok(ThreadedSource::spawn(pid, cfg.references, move |e| {
-        let mut rng = Rng::new(seed, rng::stream::WORKLOAD);
-        let xs = CrossSections::generate(layout, iso, g, &mut rng);
-        loop {
-            // XSBench draws the energy and the material from its RNG.
-            e.instr(20);
-            let energy = rng.unit();
-            let mat = pick_material(rng.unit());
-            xs.lookup(e, energy, mat)?;
-        }
-    }))
+    Ok(ThreadedSource::team(
+        pid,
+        cfg.references,
+        cfg.threads,
+        |_| {
+            let layout = layout.clone();
+            move |e| {
+                // Thread 0 builds the grids (XSBench's initialisation, before its parallel lookup
+                // loop) and hands them to the team with the random stream as it stands after that.
+                let shared = e.share(|| {
+                    let mut rng = Rng::new(seed, rng::stream::WORKLOAD);
+                    let xs = CrossSections::generate(layout, iso, g, &mut rng);
+                    (xs, rng)
+                })?;
+                let (xs, rng) = &*shared;
+                let mut rng = rng.clone();
+                let (me, threads) = (e.thread(), e.threads());
+                loop {
+                    // XSBench draws each lookup's energy and material from its RNG. The lookups are
+                    // dealt out round robin (OpenMP schedule(static, 1)): every thread follows the
+                    // one random stream and performs every `threads`-th lookup, so the team performs
+                    // the lookups of a single-threaded run.
+                    for k in 0..threads {
+                        let energy = rng.unit();
+                        let mat = pick_material(rng.unit());
+                        if k == me {
+                            e.instr(20);
+                            xs.lookup(e, energy, mat)?;
+                        }
+                    }
+                }
+            }
+        },
+    ))
 }
 
 /// Material of a lookup from a uniform draw `u` in [0, 1), by XSBench's probabilities.
@@ -261,7 +288,9 @@ impl CrossSections {
 mod tests {
     use super::*;
     use crate::rng::stream::WORKLOAD;
-    use crate::workload::testutil::{self, addrs};
+    use crate::trace::Record;
+    use crate::workload::emit::TURN;
+    use crate::workload::testutil::{self, addrs, max_lead, per_core};
 
     fn cfg(iso: u64, g: u64) -> XsbenchConfig {
         XsbenchConfig {
@@ -269,6 +298,7 @@ mod tests {
             gridpoints: g,
             references: 30_000,
             populate: true,
+            threads: 1,
         }
     }
 
@@ -375,6 +405,50 @@ mod tests {
         };
         assert_eq!(stream(1), stream(1));
         assert_ne!(stream(1), stream(2));
+    }
+
+    /// The lookups of a stream of one thread's records, as address lists: a lookup starts with
+    /// the record that carries the 20 instructions of drawing its energy and material.
+    fn lookups(recs: &[Record]) -> Vec<Vec<u64>> {
+        let mut out: Vec<Vec<u64>> = Vec::new();
+        for r in recs {
+            if r.instr_delta >= 20 || out.is_empty() {
+                out.push(Vec::new());
+            }
+            out.last_mut().unwrap().push(r.vaddr.0);
+        }
+        out
+    }
+
+    #[test]
+    fn a_team_deals_the_lookups_out_round_robin() {
+        let run = |threads| {
+            let mut os = testutil::os(64);
+            let pid = os.spawn().unwrap();
+            let c = XsbenchConfig {
+                threads,
+                ..cfg(12, 500)
+            };
+            c.validate("workload").unwrap();
+            testutil::drain_owned(build(&c, &mut os, pid, 3).unwrap())
+        };
+        let alone = lookups(&run(1));
+        let team = run(4);
+        assert!(team.iter().all(|r| r.pid == 0));
+        let threads = per_core(&team);
+        assert_eq!(threads.len(), 4);
+        for (core, mine) in threads {
+            let recs: Vec<Record> = mine.into_iter().map(|(_, r)| r).collect();
+            let mine = lookups(&recs);
+            // Every lookup but the last, which the budget may have cut short.
+            for (k, lookup) in mine[..mine.len() - 1].iter().enumerate() {
+                let n = k * 4 + core as usize;
+                if n + 1 < alone.len() {
+                    assert_eq!(lookup, &alone[n], "core {core} lookup {k}");
+                }
+            }
+        }
+        assert!(max_lead(&team, &[]) <= TURN as u64);
     }
 
     #[test]

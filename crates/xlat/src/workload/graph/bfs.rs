@@ -1,19 +1,35 @@
 //! `bfs`: GraphBIG's breadth-first search, queue-based and top-down (the Graph500 kernel 2
 //! access pattern): pop a vertex, scan its neighbour row, and discover every neighbour whose
 //! level is still unset. Restarts from a new seeded root when the search finishes.
+//!
+//! With `threads`, the search is level-synchronous, as parallel top-down BFS is (GAP's `TDStep`,
+//! Graph500's OpenMP reference): each level's frontier, a run of the queue, is split among the
+//! threads (OpenMP static schedule); each thread scans its part and appends what it discovers to
+//! the next level's run of the queue, and all threads finish a level before any starts the
+//! next. The queue is the one a single thread builds: each thread's discoveries land after those
+//! of the threads that scan earlier parts of the frontier (per-thread queue buffers flushed in
+//! thread order). A vertex that several threads find in the same level goes to the first in
+//! frontier order (its compare-and-swap wins); the others see it visited. One thread is exactly
+//! the sequential search.
 
-use super::{kernel_config, start, Access, Emit, Graph, GraphSource, Setup};
+use super::{kernel_config, start, Access, Csr, Emit, Graph, GraphKeys, GraphSource, Setup};
 use crate::error::Result;
 use crate::os::AddressSpaces;
 use crate::workload::emit::{Array, Emitter, ThreadedSource};
+use std::ops::Range;
 
 kernel_config! {
     /// `[workload] name = "bfs"`.
-    BfsConfig {}
+    BfsConfig {
+        /// Software threads of the one process, each on its own core (1 to 64).
+        threads: u32 = 1,
+    }
 }
 
 /// `level[v]` of a vertex not reached yet.
 pub const UNVISITED: u32 = u32::MAX;
+/// `Plan::parent` of the root and of the vertices the search does not reach.
+const NO_PARENT: u32 = u32::MAX;
 
 /// Simulated property arrays: `level` (u32 per vertex) and the FIFO `queue` (u32 per vertex).
 #[derive(Clone, Copy, Debug)]
@@ -32,12 +48,19 @@ impl Props {
 }
 
 impl BfsConfig {
+    fn graph_keys(&self) -> GraphKeys {
+        GraphKeys {
+            threads: self.threads,
+            ..self.keys()
+        }
+    }
+
     pub fn validate(&self, path: &str) -> Result<()> {
-        self.keys().validate(path)
+        self.graph_keys().validate(path)
     }
 
     pub fn build(&self, os: &mut dyn AddressSpaces, pid: u16, seed: u64) -> Result<ThreadedSource> {
-        let keys = self.keys();
+        let keys = self.graph_keys();
         start(
             GraphSource::kronecker(&keys),
             &keys,
@@ -54,45 +77,108 @@ impl BfsConfig {
     }
 }
 
-/// One search from `root`; returns the level of every vertex.
+/// The outcome of one search, computed on the host before any thread emits: which vertex each
+/// queue slot holds, where each level's run of the queue starts, and which queue slot's scan
+/// discovers each vertex. The threads only replay their part of it.
+struct Plan {
+    queue: Vec<u32>,
+    /// Level `l` is `queue[levels[l]..levels[l + 1]]`.
+    levels: Vec<usize>,
+    /// Queue slot of the vertex whose scan discovers `v` ([`NO_PARENT`] for the root and for
+    /// vertices not reached). Non-decreasing along the queue, as each level is appended in
+    /// scan order.
+    parent: Vec<u32>,
+    level: Vec<u32>,
+}
+
+impl Plan {
+    fn new(csr: &Csr, root: u32) -> Plan {
+        let n = csr.vertices() as usize;
+        let mut level = vec![UNVISITED; n];
+        let mut parent = vec![NO_PARENT; n];
+        let mut queue = vec![root];
+        level[root as usize] = 0;
+        let mut levels = vec![0];
+        while levels.last() != Some(&queue.len()) {
+            let frontier = *levels.last().unwrap_or(&0)..queue.len();
+            levels.push(queue.len());
+            for slot in frontier {
+                let v = queue[slot];
+                for &w in csr.neighbours(v) {
+                    if level[w as usize] == UNVISITED {
+                        level[w as usize] = level[v as usize] + 1;
+                        parent[w as usize] = slot as u32;
+                        queue.push(w);
+                    }
+                }
+            }
+        }
+        Plan {
+            queue,
+            levels,
+            parent,
+            level,
+        }
+    }
+
+    /// Level `l`'s run of the queue.
+    fn frontier(&self, l: usize) -> Range<u64> {
+        self.levels[l] as u64..self.levels[l + 1] as u64
+    }
+}
+
+/// One search from `root` by this thread (with the others of its team); returns the level of
+/// every vertex.
 pub(crate) fn search(e: &mut Emitter, g: &Graph, p: &Props, root: u32) -> Emit<Vec<u32>> {
-    let n = g.vertices();
-    let mut level = vec![UNVISITED; n as usize];
-    let mut queue = vec![0u32; n as usize];
-    for v in 0..n as u64 {
+    let plan = e.share(|| Plan::new(&g.csr, root))?;
+    // Every level starts unset: a parallel loop over the vertices.
+    for v in e.static_share(0..g.vertices() as u64) {
         e.instr(2);
         p.level.store(e, v, None)?;
     }
-    e.instr(2);
-    level[root as usize] = 0;
-    p.level.store(e, root as u64, None)?;
-    queue[0] = root;
-    p.queue.store(e, 0, None)?;
-    let (mut head, mut tail) = (0usize, 1usize);
-    while head < tail {
+    e.barrier()?;
+    if e.thread() == 0 {
+        e.instr(2);
+        p.level.store(e, root as u64, None)?;
+        p.queue.store(e, 0, None)?;
+    }
+    for l in 0..plan.levels.len() - 1 {
+        let part = e.static_share(plan.frontier(l));
+        scan(e, g, p, &plan, part)?;
+        e.barrier()?;
+    }
+    Ok(plan.level.clone())
+}
+
+/// Scan this thread's part of a level: pop each vertex, read its row, and claim the neighbours
+/// the plan says this scan discovers.
+fn scan(e: &mut Emitter, g: &Graph, p: &Props, plan: &Plan, part: Range<u64>) -> Emit<()> {
+    // This thread's discoveries follow those of the scans before its part of the frontier.
+    let next = plan.queue.partition_point(|&w| {
+        let parent = plan.parent[w as usize];
+        parent == NO_PARENT || (parent as u64) < part.start
+    });
+    let mut tail = next as u64;
+    for slot in part {
         e.instr(3);
-        let popped = p.queue.load(e, head as u64, None)?;
-        let v = queue[head];
-        head += 1;
+        let popped = p.queue.load(e, slot, None)?;
+        let v = plan.queue[slot as usize];
         p.level.load(e, v as u64, Some(popped))?;
-        let next = level[v as usize] + 1;
         let (row, bounds) = g.row(e, v, Some(popped))?;
         for i in row {
             e.instr(2);
             let (w, nb) = g.neighbour(e, i, bounds)?;
             e.instr(1);
             p.level.load(e, w as u64, Some(nb))?;
-            if level[w as usize] == UNVISITED {
+            if plan.parent[w as usize] == slot as u32 {
                 e.instr(2);
-                level[w as usize] = next;
                 p.level.store(e, w as u64, Some(nb))?;
-                queue[tail] = w;
-                p.queue.store(e, tail as u64, None)?;
+                p.queue.store(e, tail, None)?;
                 tail += 1;
             }
         }
     }
-    Ok(level)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -101,6 +187,8 @@ mod tests {
     use super::super::Csr;
     use super::*;
     use crate::trace::Op;
+    use crate::workload::emit::TURN;
+    use crate::workload::testutil::{max_lead, per_core};
     use std::collections::VecDeque;
 
     /// Textbook BFS: the discovery order.
@@ -147,6 +235,39 @@ mod tests {
             let parent_level = csr.neighbours(v).iter().map(|&u| levels[u as usize]).min();
             assert_eq!(Some(levels[v as usize] - 1), parent_level);
         }
+    }
+
+    #[test]
+    fn a_team_searches_level_by_level_and_does_the_sequential_work() {
+        let csr = Csr::rmat(9, 8, 3);
+        let root = (0..csr.vertices()).find(|&v| csr.degree(v) > 0).unwrap();
+        let kernel = move |e: &mut Emitter, g: &Graph, p: &Props| Ok((search(e, g, p, root)?, *p));
+        let (alone, _, (levels, _)) = run_team(csr.clone(), 1, Props::alloc, kernel);
+        let (team, barriers, (team_levels, p)) = run_team(csr, 4, Props::alloc, kernel);
+        assert_eq!(team_levels, levels);
+        // The same loads and stores, with the same instruction counts and dependences: the
+        // threads split the sequential search's work without changing it.
+        assert_eq!(work(&team), work(&alone));
+        assert_eq!(per_core(&team).len(), 4);
+        // Level-synchronous: the queue slots popped never go back to an earlier level.
+        let mut first_slot = vec![0u64];
+        for l in 0.. {
+            let at_level = levels.iter().filter(|&&x| x == l).count() as u64;
+            if at_level == 0 {
+                break;
+            }
+            first_slot.push(first_slot.last().unwrap() + at_level);
+        }
+        let level_of_slot = |s: u64| first_slot.partition_point(|&f| f <= s) - 1;
+        let popped: Vec<usize> = accesses(&team, &p.queue)
+            .into_iter()
+            .filter(|&(op, _)| op == Op::Load)
+            .map(|(_, slot)| level_of_slot(slot))
+            .collect();
+        assert!(popped.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(popped.last(), Some(&(first_slot.len() - 2)));
+        // Between barriers the threads' records interleave closely.
+        assert!(max_lead(&team, &barriers) <= TURN as u64);
     }
 
     #[test]

@@ -45,6 +45,7 @@ use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
 use crate::rng::{self, Rng};
 use std::ops::Range;
+use std::sync::Arc;
 
 type Emit<T> = std::result::Result<T, Stop>;
 
@@ -99,6 +100,8 @@ macro_rules! kernel_config {
                     edge_factor: self.edge_factor,
                     references: self.references,
                     populate: self.populate,
+                    // Kernels with a `threads` key (bfs, pr) put theirs in place of this.
+                    threads: 1,
                 }
             }
         }
@@ -106,13 +109,16 @@ macro_rules! kernel_config {
 }
 pub(crate) use kernel_config;
 
-/// The keys every graph kernel has.
+/// The keys every graph kernel has, and the set-up's thread count.
 #[derive(Clone, Copy, Debug)]
 pub struct GraphKeys {
     pub scale: u32,
     pub edge_factor: u32,
     pub references: u64,
     pub populate: bool,
+    /// Software threads running the kernel: the `threads` key of the kernels that have one
+    /// (`bfs`, `pr`), 1 for the sequential ones.
+    pub threads: u32,
 }
 
 impl GraphKeys {
@@ -135,7 +141,8 @@ impl GraphKeys {
                 ),
             ));
         }
-        super::nonzero(format!("{path}.references"), self.references)
+        super::nonzero(format!("{path}.references"), self.references)?;
+        super::threads_in_range(format!("{path}.threads"), self.threads)
     }
 }
 
@@ -171,10 +178,10 @@ impl GraphSource {
         }
     }
 
-    fn generate(self, seed: u64) -> Csr {
+    fn generate(&self, seed: u64) -> Csr {
         match self {
-            GraphSource::Kronecker { scale, edge_factor } => Csr::rmat(scale, edge_factor, seed),
-            GraphSource::Given(g) => g,
+            GraphSource::Kronecker { scale, edge_factor } => Csr::rmat(*scale, *edge_factor, seed),
+            GraphSource::Given(g) => g.clone(),
         }
     }
 }
@@ -285,8 +292,9 @@ pub(crate) fn field(a: &Array, i: u64, offset: u64) -> VirtAddr {
 }
 
 /// Allocate the graph's arrays and the kernel's properties (`props`) in process `pid`, then start
-/// the producer thread: it builds the graph from `source` and runs `kernel` on it until the
-/// `references` budget is spent.
+/// the producer threads (`keys.threads` of them): thread 0 builds the graph from `source`, the
+/// team shares it, and every thread runs `kernel` on it until the `references` budget is spent.
+/// Each thread gets the same kernel random stream, so all of them pick the same roots.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn start<P, K>(
     source: GraphSource,
@@ -299,8 +307,8 @@ pub(crate) fn start<P, K>(
     kernel: K,
 ) -> Result<ThreadedSource>
 where
-    P: Send + 'static,
-    K: FnOnce(&mut Emitter, &Graph, P, &mut Rng) -> Emit<()> + Send + 'static,
+    P: Clone + Send + 'static,
+    K: Fn(&mut Emitter, &Graph, P, &mut Rng) -> Emit<()> + Send + Sync + 'static,
 {
     let vertices = source.vertices();
     let entries = source.max_entries();
@@ -317,17 +325,27 @@ where
     let mut seeds = Rng::new(seed, rng::stream::WORKLOAD);
     let graph_seed = seeds.next_u64();
     let salt = seeds.next_u64();
-    let mut kernel_rng = Rng::new(seeds.next_u64(), 0);
-    Ok(ThreadedSource::spawn(pid, keys.references, move |e| {
-        let graph = Graph {
-            csr: source.generate(graph_seed),
-            offsets,
-            neighbours,
-            weights,
-            salt,
-        };
-        kernel(e, &graph, props, &mut kernel_rng)
-    }))
+    let kernel_rng = Rng::new(seeds.next_u64(), 0);
+    let (source, kernel) = (Arc::new(source), Arc::new(kernel));
+    Ok(ThreadedSource::team(
+        pid,
+        keys.references,
+        keys.threads,
+        |_| {
+            let (source, kernel) = (source.clone(), kernel.clone());
+            let (props, mut rng) = (props.clone(), kernel_rng.clone());
+            move |e| {
+                let graph = e.share(|| Graph {
+                    csr: source.generate(graph_seed),
+                    offsets,
+                    neighbours,
+                    weights,
+                    salt,
+                })?;
+                kernel(e, &graph, props, &mut rng)
+            }
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -388,8 +406,11 @@ pub(crate) mod testutil {
             edge_factor: 1,
             references: u64::MAX,
             populate: false,
+            threads: 1,
         };
         let (tx, rx) = mpsc::channel();
+        // `start` takes a kernel every thread can call; this one thread calls it once.
+        let once = std::sync::Mutex::new(Some((kernel, tx)));
         let src = start(
             GraphSource::Given(csr),
             &keys,
@@ -399,6 +420,7 @@ pub(crate) mod testutil {
             1,
             props,
             move |e, g, p: P, _| {
+                let (kernel, tx) = once.lock().unwrap().take().expect("one thread, one call");
                 let r = kernel(e, g, &p)?;
                 tx.send((g.arrays(), p, r)).unwrap();
                 Ok(())
@@ -409,6 +431,65 @@ pub(crate) mod testutil {
         let records = drain(&mut src);
         let (arrays, p, r) = rx.recv().unwrap();
         (records, arrays, p, r)
+    }
+
+    /// Run `kernel` once on `csr` in every thread of a team of `threads`: the merged records,
+    /// where the barriers opened, and thread 0's result.
+    pub fn run_team<P, R>(
+        csr: Csr,
+        threads: u32,
+        props: impl FnOnce(&mut Setup) -> Result<P>,
+        kernel: impl Fn(&mut Emitter, &Graph, &P) -> Emit<R> + Send + Sync + 'static,
+    ) -> (Vec<Record>, Vec<u64>, R)
+    where
+        P: Clone + Send + 'static,
+        R: Send + 'static,
+    {
+        let mut os = os();
+        let pid = os.spawn().unwrap();
+        let keys = GraphKeys {
+            scale: 1,
+            edge_factor: 1,
+            references: u64::MAX,
+            populate: false,
+            threads,
+        };
+        let (tx, rx) = mpsc::channel();
+        let tx = std::sync::Mutex::new(tx);
+        let mut src = start(
+            GraphSource::Given(csr),
+            &keys,
+            false,
+            &mut os,
+            pid,
+            1,
+            props,
+            move |e, g, p: P, _| {
+                let r = kernel(e, g, &p)?;
+                if e.thread() == 0 {
+                    tx.lock().unwrap().send(r).unwrap();
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+        let records = drain(&mut src);
+        (
+            records,
+            src.barrier_positions().to_vec(),
+            rx.recv().unwrap(),
+        )
+    }
+
+    /// Every record's fields but its core, sorted: what a team did regardless of which thread
+    /// did it and in which order the threads' records were merged.
+    pub fn work(records: &[Record]) -> Vec<(u64, Op, u8, u32, u32)> {
+        let mut w: Vec<_> = records
+            .iter()
+            .map(|r| (r.vaddr.0, r.op, r.size, r.instr_delta, r.dep))
+            .collect();
+        w.sort_unstable_by_key(|&(va, op, size, delta, dep)| (va, op as u8, size, delta, dep));
+        w
     }
 
     /// Indices of the records that access `a`, with their operation, in order.

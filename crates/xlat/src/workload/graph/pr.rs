@@ -3,12 +3,18 @@
 //! sums the contributions of its neighbours, `rank[v] = (1 - d) / n + d * sum`, with damping
 //! d = 0.85. After `iterations` iterations the ranks are reset to 1/n and the computation
 //! restarts.
+//!
+//! With `threads`, every loop over the vertices (the initialisation, each iteration's
+//! contribution and pull sweeps) is split among the threads (OpenMP static schedule: a
+//! contiguous run of vertices each), with a barrier after each, as the loops are separate
+//! parallel regions: no thread pulls a contribution before every thread has computed them.
 
-use super::{kernel_config, start, Access, Emit, Graph, GraphSource, Setup};
+use super::{kernel_config, start, Access, Emit, Graph, GraphKeys, GraphSource, Setup};
 use crate::error::Result;
 use crate::os::AddressSpaces;
 use crate::workload::emit::{Array, Emitter, ThreadedSource};
 use crate::workload::nonzero;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The damping factor of the original PageRank paper and of GraphBIG/GAP.
 const DAMPING: f64 = 0.85;
@@ -18,6 +24,8 @@ kernel_config! {
     PrConfig {
         /// Iterations of one PageRank computation before it restarts.
         iterations: u32 = 10,
+        /// Software threads of the one process, each on its own core (1 to 64).
+        threads: u32 = 1,
     }
 }
 
@@ -38,13 +46,20 @@ impl Props {
 }
 
 impl PrConfig {
+    fn graph_keys(&self) -> GraphKeys {
+        GraphKeys {
+            threads: self.threads,
+            ..self.keys()
+        }
+    }
+
     pub fn validate(&self, path: &str) -> Result<()> {
-        self.keys().validate(path)?;
+        self.graph_keys().validate(path)?;
         nonzero(format!("{path}.iterations"), self.iterations as u64)
     }
 
     pub fn build(&self, os: &mut dyn AddressSpaces, pid: u16, seed: u64) -> Result<ThreadedSource> {
-        let keys = self.keys();
+        let keys = self.graph_keys();
         let iterations = self.iterations;
         start(
             GraphSource::kronecker(&keys),
@@ -61,32 +76,63 @@ impl PrConfig {
     }
 }
 
-/// One PageRank computation of `iterations` iterations; returns the ranks.
+/// The host values of `rank` and `contrib`, shared by the team. Between two barriers each thread
+/// writes only its own vertices, so relaxed atomics are enough: the barrier orders them.
+struct Values {
+    rank: Vec<AtomicU64>,
+    contrib: Vec<AtomicU64>,
+}
+
+impl Values {
+    fn new(n: u32) -> Values {
+        let at = |x: f64| (0..n).map(|_| AtomicU64::new(x.to_bits())).collect();
+        Values {
+            rank: at(1.0 / n as f64),
+            contrib: at(0.0),
+        }
+    }
+
+    fn get(a: &[AtomicU64], i: u32) -> f64 {
+        f64::from_bits(a[i as usize].load(Ordering::Relaxed))
+    }
+
+    fn set(a: &[AtomicU64], i: u32, x: f64) {
+        a[i as usize].store(x.to_bits(), Ordering::Relaxed);
+    }
+}
+
+/// One PageRank computation of `iterations` iterations by this thread (with the others of its
+/// team); returns the ranks.
 pub(crate) fn pagerank(e: &mut Emitter, g: &Graph, p: &Props, iterations: u32) -> Emit<Vec<f64>> {
     let n = g.vertices();
-    let mut rank = vec![1.0 / n as f64; n as usize];
-    let mut contrib = vec![0.0f64; n as usize];
-    for v in 0..n as u64 {
+    let values = e.share(|| Values::new(n))?;
+    let (rank, contrib) = (&values.rank[..], &values.contrib[..]);
+    let mine = e.static_share(0..n as u64);
+    let mine = mine.start as u32..mine.end as u32;
+    for v in mine.clone() {
         e.instr(2);
-        p.rank.store(e, v, None)?;
+        p.rank.store(e, v as u64, None)?;
     }
+    e.barrier()?;
     let base = (1.0 - DAMPING) / n as f64;
     for _ in 0..iterations {
-        for u in 0..n {
+        for u in mine.clone() {
             e.instr(2);
             p.rank.load(e, u as u64, None)?;
             g.row(e, u, None)?;
             // Degree subtraction, conversion and the division.
             e.instr(4);
             let degree = g.csr.degree(u);
-            contrib[u as usize] = if degree == 0 {
+            let c = if degree == 0 {
                 0.0
             } else {
-                rank[u as usize] / degree as f64
+                Values::get(rank, u) / degree as f64
             };
+            Values::set(contrib, u, c);
             p.contrib.store(e, u as u64, None)?;
         }
-        for v in 0..n {
+        e.barrier()?;
+        for v in mine.clone() {
             e.instr(2);
             let (row, bounds) = g.row(e, v, None)?;
             let mut sum = 0.0;
@@ -95,14 +141,15 @@ pub(crate) fn pagerank(e: &mut Emitter, g: &Graph, p: &Props, iterations: u32) -
                 let (u, nb) = g.neighbour(e, i, bounds)?;
                 p.contrib.load(e, u as u64, Some(nb))?;
                 e.instr(1);
-                sum += contrib[u as usize];
+                sum += Values::get(contrib, u);
             }
             e.instr(3);
-            rank[v as usize] = base + DAMPING * sum;
+            Values::set(rank, v, base + DAMPING * sum);
             p.rank.store(e, v as u64, None)?;
         }
+        e.barrier()?;
     }
-    Ok(rank)
+    Ok((0..n).map(|v| Values::get(rank, v)).collect())
 }
 
 #[cfg(test)]
@@ -111,6 +158,8 @@ mod tests {
     use super::super::Csr;
     use super::*;
     use crate::trace::Op;
+    use crate::workload::emit::TURN;
+    use crate::workload::testutil::max_lead;
 
     /// A square 0-1-2-3-0 with the diagonal 0-2.
     fn kite() -> Csr {
@@ -155,6 +204,26 @@ mod tests {
                 assert_eq!(r.dep, 1, "record {k}");
             }
         }
+    }
+
+    #[test]
+    fn a_team_splits_every_sweep_and_computes_the_same_ranks() {
+        let csr = Csr::rmat(8, 8, 5);
+        let kernel = |e: &mut Emitter, g: &Graph, p: &Props| pagerank(e, g, p, 3);
+        let (alone, _, ranks) = run_team(csr.clone(), 1, Props::alloc, kernel);
+        let (team, barriers, team_ranks) = run_team(csr, 4, Props::alloc, kernel);
+        // Each vertex sums its row in the same order whichever thread does it: the same bits.
+        assert_eq!(team_ranks, ranks);
+        assert_eq!(work(&team), work(&alone));
+        assert_eq!(
+            team.iter().map(|r| r.core).max(),
+            Some(3),
+            "every thread takes part"
+        );
+        // The graph and the rank arrays are shared at barriers; then the initialisation and the
+        // two sweeps of every iteration each end at one.
+        assert_eq!(barriers.len(), 2 + 1 + 2 * 3);
+        assert!(max_lead(&team, &barriers) <= TURN as u64);
     }
 
     #[test]
