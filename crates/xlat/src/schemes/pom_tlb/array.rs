@@ -177,10 +177,10 @@ impl PomTlbArray {
     }
 
     /// Look `va` of address space `asid` up at cycle `now`: read the set of every page size
-    /// with valid entries, in parallel, through the cache hierarchy. Returns the translation if
-    /// an entry matched, and the cycles the lookup took: a hit completes when the lines of the
-    /// set holding it arrive, a miss when the last line does (a tag match is decided as the
-    /// data arrives, so it adds no cycle of its own).
+    /// with valid entries, all lines in parallel, through the cache hierarchy. Returns the
+    /// translation if an entry matched, and the cycles the lookup took. Each entry carries its
+    /// full tag and at most one matches, so a hit is known when the line holding it arrives; a
+    /// miss only when every line has (the tag compare is folded into the access).
     pub fn lookup(
         &mut self,
         va: VirtAddr,
@@ -196,19 +196,35 @@ impl PomTlbArray {
                 continue;
             }
             let (set, v) = self.place(va, size);
+            // The contents say which line holds the match, if any; the reads below time it.
+            let t = tag(v, size, asid);
+            let mut hit_line = None;
+            if hit.is_none() {
+                if let Some(&mut pfn) = self.entries.lookup(set, t) {
+                    hit = Some((pfn, size, 0));
+                    hit_line = self
+                        .entries
+                        .way_of(set, t)
+                        .map(|way| self.entry_addr(set, way as u64).0 & !(LINE_BYTES - 1));
+                }
+            }
             let first = self.first_line(set);
-            let mut latency = 0;
             for i in 0..self.geometry.lines_per_set() {
-                let line = PhysAddr(first + i * LINE_BYTES);
-                let (lat, level) = mem.access(line, MemKind::POMTLB, false, now, self.entry_level);
+                let line = first + i * LINE_BYTES;
+                let (lat, level) = mem.access(
+                    PhysAddr(line),
+                    MemKind::POMTLB,
+                    false,
+                    now,
+                    self.entry_level,
+                );
                 self.stats.line_reads += 1;
                 self.stats.by_level.count(level);
-                latency = latency.max(lat);
-            }
-            slowest = slowest.max(latency);
-            if hit.is_none() {
-                if let Some(&mut pfn) = self.entries.lookup(set, tag(v, size, asid)) {
-                    hit = Some((pfn, size, latency));
+                slowest = slowest.max(lat);
+                if hit_line == Some(line) {
+                    if let Some((_, _, hit_latency)) = hit.as_mut() {
+                        *hit_latency = lat;
+                    }
                 }
             }
         }
@@ -375,15 +391,16 @@ mod tests {
         assert_eq!(a.stats.line_writes, 1);
         let (hit, lat) = a.lookup(va(5), 1, 100, &mut mem);
         assert_eq!(hit, Some((Pfn(77), PageSize::Size4K)));
-        // The set's two lines: the one the fill wrote is in L2, the other came from DRAM.
+        // Both lines of the set were read: the one the fill wrote is in L2, the other came
+        // from DRAM. The hit is known when the line holding the entry arrives.
         assert_eq!((a.stats.by_level.l2, a.stats.by_level.dram), (1, 1));
-        assert!(lat > 12);
-        // Now both are cached in L2: the lookup costs one L2 access.
-        assert_eq!(a.lookup(va(5), 1, 1000, &mut mem).1, 12);
+        assert_eq!(lat, 12);
+        // A miss in the same set waits for both lines.
+        let (miss, lat) = a.lookup(va(5 + 8192), 1, 1000, &mut mem);
+        assert_eq!((miss, lat), (None, 12));
         assert_eq!((a.stats.line_reads, a.stats.by_level.l2), (4, 3));
-        // Another address space, and another page of the same set, miss.
+        // Another address space misses too.
         assert_eq!(a.lookup(va(5), 2, 200, &mut mem).0, None);
-        assert_eq!(a.lookup(va(5 + 8192), 1, 300, &mut mem).0, None);
         // A 2 MiB entry: from now on both sizes' sets are read, in parallel.
         let huge = VirtAddr(7 << 21);
         a.fill(huge, 1, Pfn(512 * 9), PageSize::Size2M, 400, &mut mem);
@@ -393,7 +410,7 @@ mod tests {
         assert_eq!(a.stats.line_reads - reads, 4);
         assert_eq!(
             (a.stats.lookups, a.stats.hits, a.stats.misses, a.stats.fills),
-            (6, 3, 3, 2)
+            (5, 2, 3, 2)
         );
         assert_eq!(a.valid_entries(), 2);
     }
