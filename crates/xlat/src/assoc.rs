@@ -97,6 +97,12 @@ impl<V: Copy + Default> SetAssoc<V> {
         Some(&mut self.values[slot])
     }
 
+    /// The way of `set` holding `tag`, if any (a structure laid out in memory, such as a
+    /// POM-TLB, needs it to know which line an entry occupies).
+    pub fn way_of(&self, set: usize, tag: u64) -> Option<usize> {
+        self.find(set, tag).map(|slot| slot - set * self.ways)
+    }
+
     /// Look up without disturbing replacement state (for checks and statistics).
     pub fn peek(&self, set: usize, tag: u64) -> Option<&V> {
         self.find(set, tag).map(|s| &self.values[s])

@@ -178,6 +178,7 @@ def _analyse_headroom(df: pd.DataFrame) -> Analysis:
     conflicts = ok.pivot_table(index="workload", columns="label", values="row_conflicts")
     speedup = cycles["Radix"] / cycles["P-TLB"]
     ech_speedup = cycles["Radix"] / cycles["ECH"]
+    pomtlb_speedup = cycles["Radix"] / cycles["POM-TLB"]
     radix_conflicts = conflicts["Radix"].where(conflicts["Radix"] > 0)
     conflicts_norm = conflicts["P-TLB"] / radix_conflicts
     ech_conflicts_norm = conflicts["ECH"] / radix_conflicts
@@ -207,6 +208,7 @@ def _analyse_headroom(df: pd.DataFrame) -> Analysis:
         {
             "P-TLB speed-up": speedup,
             "ECH speed-up": ech_speedup,
+            "POM-TLB speed-up": pomtlb_speedup,
             "P-TLB row conflicts / Radix": conflicts_norm,
             "ECH row conflicts / Radix": ech_conflicts_norm,
         }
@@ -221,6 +223,7 @@ def _analyse_headroom(df: pd.DataFrame) -> Analysis:
             "ptlb_row_conflicts_norm_avg": float(conflicts_norm.mean()),
             "ech_speedup_avg": gmean(ech_speedup),
             "ech_row_conflicts_norm_avg": float(ech_conflicts_norm.mean()),
+            "pomtlb_speedup_avg": gmean(pomtlb_speedup),
         },
         tables=[("Per workload.", per_workload)],
     )
@@ -266,7 +269,12 @@ register(
         paper=PAPER,
         figure="Figs 4-5",
         title="ECH and a perfect TLB (P-TLB) over Radix",
-        systems={**RADIX_ECH, "P-TLB": System("perfect-tlb")},
+        systems={
+            **RADIX_ECH,
+            "P-TLB": System("perfect-tlb"),
+            # Utopia §8.2 / Fig 15: the 64K-entry POM-TLB of Table 1 (docs/schemes/pom-tlb.md).
+            "POM-TLB": System("pom-tlb"),
+        },
         workloads=WORKLOADS,
         references=REFERENCES,
         analyse=_analyse_headroom,

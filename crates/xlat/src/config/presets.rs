@@ -28,6 +28,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         "utopia-ech",
         include_str!("../../../../python/xlat/presets/utopia-ech.toml"),
     ),
+    (
+        "pom-tlb",
+        include_str!("../../../../python/xlat/presets/pom-tlb.toml"),
+    ),
 ];
 
 pub fn get(name: &str) -> Option<&'static str> {

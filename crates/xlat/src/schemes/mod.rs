@@ -14,6 +14,7 @@
 
 pub mod hashed;
 pub mod perfect_tlb;
+pub mod pom_tlb;
 pub mod radix;
 
 use crate::error::{Error, Result};
@@ -83,6 +84,8 @@ registry! {
         "Elastic Cuckoo Page Tables: W-way cuckoo hashed tables per page size, CWCs (ME-HPT §II-B)";
     "mehpt" => hashed::Mehpt,
         "Memory-Efficient HPTs: ECPT with L2P chunks, in-place and per-way resizing (ME-HPT §IV)";
+    "pom-tlb" => pom_tlb::PomTlb,
+        "radix with a 64K-entry DRAM-resident L3 TLB probed through the caches (POM-TLB, ISCA'17)";
 }
 
 /// The config sections of the schemes: `name: Type;` each becomes `[schemes.<name>]`, with
@@ -108,6 +111,7 @@ macro_rules! sections {
 sections! {
     radix: radix::RadixConfig;
     hashed: hashed::HashedSchemeConfig;
+    pom_tlb: pom_tlb::PomTlbConfig;
 }
 
 fn unknown(name: &str) -> Error {
