@@ -321,7 +321,7 @@ mod tests {
 
     fn hierarchy() -> Hierarchy {
         let c = crate::sim::SimConfig::load("baseline-radix", &[]).unwrap();
-        Hierarchy::new(&c.cache, &c.dram, c.core.frequency_ghz)
+        Hierarchy::new(&c.cache, &c.dram, c.core.frequency_ghz, 1)
     }
 
     /// An array of `cfg` in a fresh 64 MiB physical memory, and the allocator it came from.
