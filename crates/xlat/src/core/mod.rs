@@ -51,6 +51,23 @@ impl crate::config::Validate for CoreConfig {
 /// further back has long retired.
 const DEP_WINDOW: usize = 4096;
 
+/// The recent memory records of one record stream (one software thread or program: the
+/// records with one `Record::core` value), whose positions `dep` counts in.
+struct DepHistory {
+    /// Completion cycle of recent memory records, by record number modulo DEP_WINDOW.
+    completions: Vec<u64>,
+    records: u64,
+}
+
+impl DepHistory {
+    fn new() -> DepHistory {
+        DepHistory {
+            completions: vec![0; DEP_WINDOW],
+            records: 0,
+        }
+    }
+}
+
 pub struct Core {
     width: u64,
     rob: u64,
@@ -61,9 +78,10 @@ pub struct Core {
     last_retire: u64,
     /// Memory instructions still possibly inside the ROB window: (instruction index, retire).
     window: VecDeque<(u64, u64)>,
-    /// Completion cycle of recent memory records, by record number modulo DEP_WINDOW.
-    completions: Vec<u64>,
-    records: u64,
+    /// Dependence history per record stream (several share a core when threads or programs
+    /// outnumber cores), and the stream of the memory instruction in flight.
+    deps: Vec<DepHistory>,
+    stream: usize,
     pub stats: CoreStats,
 }
 
@@ -102,8 +120,8 @@ impl Core {
             dispatch_slots_used: 0,
             last_retire: 0,
             window: VecDeque::with_capacity(rob as usize + 1),
-            completions: vec![0; DEP_WINDOW],
-            records: 0,
+            deps: vec![DepHistory::new()],
+            stream: 0,
             stats: CoreStats::default(),
         }
     }
@@ -200,16 +218,22 @@ impl Core {
         }
     }
 
-    /// Dispatch one memory instruction that depends on the record `dep` positions back (0 =
-    /// none). Returns the cycle its address is ready (when translation starts).
+    /// Dispatch one memory instruction of record stream `stream` that depends on the record
+    /// `dep` positions back in that stream (0 = none). Returns the cycle its address is ready
+    /// (when translation starts).
     #[inline]
-    pub fn issue_memory(&mut self, dep: u32) -> u64 {
+    pub fn issue_memory(&mut self, dep: u32, stream: u8) -> u64 {
         let d = self.dispatch(1);
+        self.stream = stream as usize;
+        if self.stream >= self.deps.len() {
+            self.deps.resize_with(self.stream + 1, DepHistory::new);
+        }
+        let h = &self.deps[self.stream];
         let dep = dep as u64;
-        if dep == 0 || dep > self.records || dep as usize >= DEP_WINDOW {
+        if dep == 0 || dep > h.records || dep as usize >= DEP_WINDOW {
             return d;
         }
-        let ready = self.completions[((self.records - dep) as usize) % DEP_WINDOW];
+        let ready = h.completions[((h.records - dep) as usize) % DEP_WINDOW];
         if ready > d {
             self.stats.dep_wait_cycles += ready - d;
             ready
@@ -221,8 +245,9 @@ impl Core {
     /// The memory instruction issued last completes at `complete`.
     #[inline]
     pub fn complete_memory(&mut self, complete: u64, is_store: bool) {
-        self.completions[(self.records as usize) % DEP_WINDOW] = complete;
-        self.records += 1;
+        let h = &mut self.deps[self.stream];
+        h.completions[(h.records as usize) % DEP_WINDOW] = complete;
+        h.records += 1;
         self.stats.memory_refs += 1;
         if is_store {
             self.stats.stores += 1;
@@ -262,12 +287,12 @@ mod tests {
     fn independent_misses_overlap_dependent_ones_do_not() {
         let mut ooo = core(4, 224, CoreModel::Ooo);
         for _ in 0..100 {
-            let t = ooo.issue_memory(0);
+            let t = ooo.issue_memory(0, 0);
             ooo.complete_memory(t + 200, false);
         }
         let mut chase = core(4, 224, CoreModel::Ooo);
         for _ in 0..100 {
-            let t = chase.issue_memory(1);
+            let t = chase.issue_memory(1, 0);
             chase.complete_memory(t + 200, false);
         }
         assert!(ooo.cycles() < 300, "{}", ooo.cycles());
@@ -280,7 +305,7 @@ mod tests {
             let mut c = core(4, rob, model);
             for _ in 0..64 {
                 c.non_memory(3);
-                let t = c.issue_memory(0);
+                let t = c.issue_memory(0, 0);
                 c.complete_memory(t + 100, false);
             }
             c.cycles()

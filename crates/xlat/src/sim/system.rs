@@ -29,8 +29,9 @@ pub const BATCH: usize = 4096;
 
 /// Records a multi-core system may hold in its cores' queues before it stops reading ahead
 /// for a core that has none (a core that never gets records must not make the others buffer
-/// the whole source).
-const MAX_QUEUED: usize = 1 << 16;
+/// the whole source). 2 Mi records (48 MiB) hold a round of a four-program `mix` at its
+/// default quantum, so its programs overlap in time as on separate cores.
+const MAX_QUEUED: usize = 1 << 21;
 
 /// One core of a system: its timing model, its MMU, the records waiting for it, and the
 /// processes it has run (the cores a shootdown must reach).
@@ -194,7 +195,7 @@ impl<S: Scheme> System<S> {
         }
         let before = unit.core.instructions();
         unit.core.non_memory(rec.instr_delta);
-        let issue = unit.core.issue_memory(rec.dep);
+        let issue = unit.core.issue_memory(rec.dep, rec.core);
         let t =
             match unit
                 .mmu

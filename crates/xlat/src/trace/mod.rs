@@ -60,14 +60,16 @@ pub struct Record {
     pub op: Op,
     /// Access size in bytes.
     pub size: u8,
-    /// Core that issues the reference (0 on single-core runs).
+    /// The record stream it belongs to: a software thread of a multi-threaded workload or a
+    /// program of a mix (0 otherwise). A system of N cores runs it on core `core % N`.
     pub core: u8,
     /// Process the address belongs to.
     pub pid: u16,
     /// Non-memory instructions executed since the previous record of this core.
     pub instr_delta: u32,
-    /// This reference depends on the record `dep` positions earlier (0 = independent): its
-    /// address is not known until that one completes (pointer chasing).
+    /// This reference depends on the record `dep` positions earlier in its own stream, the
+    /// records with the same `core` (0 = independent): its address is not known until that
+    /// one completes (pointer chasing).
     pub dep: u32,
 }
 

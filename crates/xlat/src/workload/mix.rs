@@ -19,7 +19,6 @@ use crate::os::AddressSpaces;
 use crate::rng::{self, Rng};
 use crate::trace::{Record, RecordSource};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -83,8 +82,8 @@ impl MixConfig {
                 ));
             }
             m.validate(&at)?;
-            // The member's core is its index; its records' dependences are re-based onto the
-            // mix's one stream, which assumes one stream per member.
+            // The member's core number is its index, and its records' dependences count in
+            // that one stream: a member has one thread.
             if m.cores() > 1 {
                 return Err(Error::config(
                     format!("{at}.threads"),
@@ -134,8 +133,6 @@ pub fn build(cfg: &MixConfig, os: &mut dyn AddressSpaces, seed: u64) -> Result<M
             buf: Vec::with_capacity(MEMBER_BATCH),
             pos: 0,
             done: false,
-            taken: 0,
-            slices: VecDeque::new(),
         });
     }
     Ok(Mix {
@@ -153,8 +150,6 @@ pub fn build(cfg: &MixConfig, os: &mut dyn AddressSpaces, seed: u64) -> Result<M
 const MAX_MEMBERS: usize = 256;
 /// Records read from a member at a time.
 const MEMBER_BATCH: usize = 4096;
-/// Slices per member remembered for re-basing dependences.
-const SLICE_HISTORY: usize = 16;
 
 struct Member {
     source: Box<dyn RecordSource>,
@@ -162,27 +157,6 @@ struct Member {
     buf: Vec<Record>,
     pos: usize,
     done: bool,
-    /// Records of this member emitted so far.
-    taken: u64,
-    /// Recent slices: (member record index, mix record index) of their first record.
-    slices: VecDeque<(u64, u64)>,
-}
-
-impl Member {
-    /// Re-base a dependence distance of the member's own stream onto the mix's stream (other
-    /// members' records now sit in between). A producer older than the remembered slices
-    /// completed long before this record, so the dependence is dropped.
-    fn rebase(&self, dep: u32, global: u64) -> u32 {
-        let Some(target) = self.taken.checked_sub(dep as u64).filter(|_| dep > 0) else {
-            return 0;
-        };
-        match self.slices.iter().rev().find(|(local, _)| *local <= target) {
-            Some(&(local, start)) => {
-                (global - (start + target - local)).min(u32::MAX as u64) as u32
-            }
-            None => 0,
-        }
-    }
 }
 
 /// The round-robin interleaving of the members' streams.
@@ -233,19 +207,14 @@ impl RecordSource for Mix {
                 continue;
             }
             if !self.in_slice {
-                m.slices.push_back((m.taken, self.emitted));
-                if m.slices.len() > SLICE_HISTORY {
-                    m.slices.pop_front();
-                }
                 self.in_slice = true;
             }
             let mut r = m.buf[m.pos];
             m.pos += 1;
             r.pid = m.pid;
-            // Validation keeps the index below 256.
+            // Validation keeps the index below 256. The member's dependences stay as they are:
+            // `dep` counts within the records of one core number, the member's own stream.
             r.core = self.current as u8;
-            r.dep = m.rebase(r.dep, self.emitted);
-            m.taken += 1;
             self.emitted += 1;
             self.slice_instr += r.instr_delta as u64 + 1;
             buf.push(r);
@@ -321,21 +290,15 @@ mod tests {
                 .filter(|(_, r)| r.pid == i as u16)
                 .collect();
             assert!(mine.len() > 1000);
-            for (local, (global, r)) in mine.iter().enumerate() {
+            for (local, (_, r)) in mine.iter().enumerate() {
                 let a = alone[local];
                 assert_eq!(
                     (r.vaddr, r.op, r.size, r.instr_delta),
                     (a.vaddr, a.op, a.size, a.instr_delta),
                     "member {i} record {local}"
                 );
-                // Dependences point at the same producer record, wherever it now sits.
-                if a.dep > 0 && r.dep > 0 {
-                    let producer = global - r.dep as usize;
-                    assert_eq!(recs[producer].pid, i as u16);
-                    let producer_local = mine.iter().position(|(g, _)| *g == producer).unwrap();
-                    assert_eq!(producer_local, local - a.dep as usize);
-                }
-                assert_eq!(a.dep == 0, r.dep == 0, "member {i} record {local}");
+                // Dependences count in the member's own stream (its core number).
+                assert_eq!((r.core, r.dep), (i as u8, a.dep), "member {i} record {local}");
             }
         }
     }
