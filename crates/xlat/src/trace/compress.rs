@@ -4,8 +4,10 @@
 //! Readers detect the compression from the file's magic bytes, so a renamed file still opens;
 //! writers pick it from the output file's extension. Both codecs are pure library code
 //! (`liblzma` built statically, `flate2` with its Rust backend): no system library is needed.
+//! Compressed input is decoded on a thread of its own (`readahead.rs`), ahead of the simulation.
 
 use crate::error::{Error, Result};
+use crate::trace::readahead::ReadAhead;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::path::Path;
@@ -88,24 +90,23 @@ pub fn head(path: &Path, n: usize) -> Result<Vec<u8>> {
 }
 
 /// Opens `path` for reading its decompressed content. Concatenated xz streams and gzip members
-/// are read as one stream, as `xz -d` and `gzip -d` do.
+/// are read as one stream, as `xz -d` and `gzip -d` do. Compressed content is decoded on a
+/// thread of its own, which reads ahead of the caller (see `ReadAhead`).
 pub fn open_read(path: &Path) -> Result<(Compression, Box<dyn BufRead + Send>)> {
     let kind = Compression::sniff(&head(path, XZ_MAGIC.len())?);
     let file =
         File::open(path).map_err(|e| Error::file(path, format!("cannot open trace: {e}")))?;
     let raw = BufReader::with_capacity(IO_BUFFER, file);
-    let reader: Box<dyn BufRead + Send> = match kind {
-        Compression::None => Box::new(raw),
-        Compression::Gzip => Box::new(BufReader::with_capacity(
-            IO_BUFFER,
-            flate2::bufread::MultiGzDecoder::new(raw),
-        )),
-        Compression::Xz => Box::new(BufReader::with_capacity(
-            IO_BUFFER,
+    let decoded = match kind {
+        Compression::None => return Ok((kind, Box::new(raw))),
+        Compression::Gzip => ReadAhead::spawn(flate2::bufread::MultiGzDecoder::new(raw), IO_BUFFER),
+        Compression::Xz => ReadAhead::spawn(
             liblzma::bufread::XzDecoder::new_multi_decoder(raw),
-        )),
-    };
-    Ok((kind, reader))
+            IO_BUFFER,
+        ),
+    }
+    .map_err(|e| Error::file(path, format!("cannot start the decompression thread: {e}")))?;
+    Ok((kind, Box::new(decoded)))
 }
 
 /// Describes a read error of a (possibly compressed) stream at uncompressed byte `offset`.

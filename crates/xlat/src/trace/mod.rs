@@ -15,6 +15,7 @@ pub mod compress;
 pub mod inspect;
 pub mod lackey;
 pub mod native;
+mod readahead;
 
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
