@@ -78,10 +78,12 @@ pub struct Core {
     last_retire: u64,
     /// Memory instructions still possibly inside the ROB window: (instruction index, retire).
     window: VecDeque<(u64, u64)>,
-    /// Dependence history per record stream (several share a core when threads or programs
-    /// outnumber cores), and the stream of the memory instruction in flight.
-    deps: Vec<DepHistory>,
-    stream: usize,
+    /// Dependence history of the stream running now, and of the others, by stream number
+    /// (several streams share a core when threads or programs outnumber cores). The running
+    /// one is kept apart so the common case, one stream, pays no lookup.
+    deps: DepHistory,
+    stream: u8,
+    others: Vec<Option<DepHistory>>,
     pub stats: CoreStats,
 }
 
@@ -120,8 +122,9 @@ impl Core {
             dispatch_slots_used: 0,
             last_retire: 0,
             window: VecDeque::with_capacity(rob as usize + 1),
-            deps: vec![DepHistory::new()],
+            deps: DepHistory::new(),
             stream: 0,
+            others: Vec::new(),
             stats: CoreStats::default(),
         }
     }
@@ -221,14 +224,13 @@ impl Core {
     /// Dispatch one memory instruction of record stream `stream` that depends on the record
     /// `dep` positions back in that stream (0 = none). Returns the cycle its address is ready
     /// (when translation starts).
-    #[inline]
+    #[inline(always)]
     pub fn issue_memory(&mut self, dep: u32, stream: u8) -> u64 {
         let d = self.dispatch(1);
-        self.stream = stream as usize;
-        if self.stream >= self.deps.len() {
-            self.deps.resize_with(self.stream + 1, DepHistory::new);
+        if stream != self.stream {
+            self.switch_stream(stream);
         }
-        let h = &self.deps[self.stream];
+        let h = &self.deps;
         let dep = dep as u64;
         if dep == 0 || dep > h.records || dep as usize >= DEP_WINDOW {
             return d;
@@ -242,10 +244,27 @@ impl Core {
         }
     }
 
+    /// Put away the running stream's dependence history and take out `stream`'s.
+    #[cold]
+    fn switch_stream(&mut self, stream: u8) {
+        let n = self
+            .others
+            .len()
+            .max(stream as usize + 1)
+            .max(self.stream as usize + 1);
+        self.others.resize_with(n, || None);
+        let next = self.others[stream as usize]
+            .take()
+            .unwrap_or_else(DepHistory::new);
+        let previous = std::mem::replace(&mut self.deps, next);
+        self.others[self.stream as usize] = Some(previous);
+        self.stream = stream;
+    }
+
     /// The memory instruction issued last completes at `complete`.
-    #[inline]
+    #[inline(always)]
     pub fn complete_memory(&mut self, complete: u64, is_store: bool) {
-        let h = &mut self.deps[self.stream];
+        let h = &mut self.deps;
         h.completions[(h.records as usize) % DEP_WINDOW] = complete;
         h.records += 1;
         self.stats.memory_refs += 1;

@@ -92,10 +92,14 @@ impl Hierarchy {
     ) -> (u64, Level) {
         let line = addr.line();
         let mut latency = 0;
+        let [l1d, l2] = &mut self.private[self.core];
+        let llc = &mut self.llc;
+        // One loop, one call site of `Cache::access`: it stays inlined.
         for level in (entry as usize)..3 {
             let cache = match level {
-                2 => &mut self.llc,
-                private => &mut self.private[self.core][private],
+                0 => &mut *l1d,
+                1 => &mut *l2,
+                _ => &mut *llc,
             };
             latency += cache.latency();
             if cache.access(line, kind, write) {

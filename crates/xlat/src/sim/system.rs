@@ -78,6 +78,8 @@ pub struct System<S: Scheme> {
     source: Box<dyn RecordSource>,
     /// Instructions retired by all cores since boot.
     instructions: u64,
+    /// The instruction count at which warm-up ends, an epoch is sampled or the run stops.
+    next_event: u64,
     warm: bool,
     next_epoch: u64,
     epochs: Vec<EpochSample>,
@@ -165,6 +167,7 @@ impl<S: Scheme> System<S> {
             os,
             source,
             instructions: 0,
+            next_event: 0,
             warm: cfg.sim.warmup_instructions == 0,
             next_epoch: cfg.sim.epoch_instructions,
             epochs: Vec::new(),
@@ -190,9 +193,6 @@ impl<S: Scheme> System<S> {
     fn step_on(&mut self, c: usize, rec: &Record) -> Result<()> {
         self.mem.set_core(c);
         let unit = &mut self.cores[c];
-        if unit.ran.last() != Some(&rec.pid) && !unit.has_run(rec.pid) {
-            unit.ran.push(rec.pid);
-        }
         let before = unit.core.instructions();
         unit.core.non_memory(rec.instr_delta);
         let issue = unit.core.issue_memory(rec.dep, rec.core);
@@ -335,10 +335,33 @@ impl<S: Scheme> System<S> {
         });
     }
 
-    /// After each record: end the warm-up, sample an epoch, and say whether the run has
-    /// reached `sim.max_instructions`. Counts are over all cores.
-    #[inline]
+    /// After each record: whether the run has reached `sim.max_instructions`, handling the
+    /// end of warm-up and epoch samples on the way. One comparison per record: the work is
+    /// done when the instruction count reaches the next of those points.
+    #[inline(always)]
     fn after_step(&mut self) -> bool {
+        self.instructions >= self.next_event && self.events()
+    }
+
+    /// The instruction count at which `events` has something to do next.
+    fn next_event(&self) -> u64 {
+        let sim = &self.cfg.sim;
+        let mut next = u64::MAX;
+        if !self.warm {
+            next = next.min(sim.warmup_instructions);
+        } else if sim.epoch_instructions > 0 {
+            next = next.min(self.next_epoch);
+        }
+        if sim.max_instructions > 0 {
+            next = next.min(sim.max_instructions);
+        }
+        next
+    }
+
+    /// End the warm-up, sample an epoch, and say whether the run has reached
+    /// `sim.max_instructions`.
+    #[cold]
+    fn events(&mut self) -> bool {
         let instr = self.instructions;
         let epoch = self.cfg.sim.epoch_instructions;
         if !self.warm && instr >= self.cfg.sim.warmup_instructions {
@@ -351,6 +374,7 @@ impl<S: Scheme> System<S> {
             self.sample_epoch();
             self.next_epoch += epoch;
         }
+        self.next_event = self.next_event();
         let max = self.cfg.sim.max_instructions;
         max > 0 && instr >= max
     }
@@ -421,10 +445,12 @@ impl<S: Scheme> System<S> {
             else {
                 break;
             };
-            let rec = self.cores[c]
-                .queue
-                .pop_front()
-                .expect("chosen for its records");
+            let unit = &mut self.cores[c];
+            let rec = unit.queue.pop_front().expect("chosen for its records");
+            // The cores a shootdown of this process must reach (one core needs no list).
+            if !unit.has_run(rec.pid) {
+                unit.ran.push(rec.pid);
+            }
             queued -= 1;
             self.step_on(c, &rec)?;
             done += 1;

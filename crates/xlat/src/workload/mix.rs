@@ -298,7 +298,11 @@ mod tests {
                     "member {i} record {local}"
                 );
                 // Dependences count in the member's own stream (its core number).
-                assert_eq!((r.core, r.dep), (i as u8, a.dep), "member {i} record {local}");
+                assert_eq!(
+                    (r.core, r.dep),
+                    (i as u8, a.dep),
+                    "member {i} record {local}"
+                );
             }
         }
     }
