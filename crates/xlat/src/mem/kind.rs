@@ -8,9 +8,11 @@ use serde::Serialize;
 pub struct MemKind(pub u8);
 
 /// Number of distinct kinds (size of per-kind stat arrays).
-pub const KINDS: usize = 8;
+pub const KINDS: usize = 9;
 
-const NAMES: [&str; KINDS] = ["data", "pt1", "pt2", "pt3", "pt4", "pt5", "hpt", "cwt"];
+const NAMES: [&str; KINDS] = [
+    "data", "pt1", "pt2", "pt3", "pt4", "pt5", "hpt", "cwt", "range",
+];
 
 impl MemKind {
     pub const DATA: MemKind = MemKind(0);
@@ -18,6 +20,9 @@ impl MemKind {
     pub const HPT: MemKind = MemKind(6);
     /// An entry of a Cuckoo Walk Table.
     pub const CWT: MemKind = MemKind(7);
+    /// A node of an RMM range table (a B-tree of range translations), read by the range-table
+    /// walker in the background after a page walk.
+    pub const RANGE: MemKind = MemKind(8);
 
     /// An entry of the radix page table at `level` (1 = PT … 4 = PML4, 5 = PML5).
     pub const fn pt_level(level: u32) -> MemKind {

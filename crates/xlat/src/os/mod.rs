@@ -6,6 +6,7 @@ mod frames;
 mod process;
 
 pub use frames::{BuddyFrames, FramePolicy};
+use process::Paging;
 pub use process::{MapKind, Process, Vma};
 
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
@@ -30,6 +31,12 @@ pub struct OsConfig {
     /// `hugetlb_1g` knob of their own.
     #[serde(default)]
     pub hugetlb_1g: bool,
+    /// Eager paging (RMM, Karakostas et al. ISCA'15 §4.3): the first fault in a VMA backs the
+    /// whole VMA at once, in the largest free blocks of physical memory, so consecutive pages
+    /// get consecutive frames. Pages are still mapped in the page table (4 KiB, or 2 MiB /
+    /// 1 GiB where THP or the VMA's kind allows); the fault costs the core one minor fault.
+    #[serde(default)]
+    pub eager_paging: bool,
     pub physmem: PhysMemConfig,
 }
 
@@ -233,20 +240,18 @@ impl<T: PageTable> Os<T> {
     }
 
     fn map_page(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize, u64)> {
-        let thp = self.cfg.thp == ThpPolicy::Always;
+        let paging = Paging {
+            thp: self.cfg.thp == ThpPolicy::Always,
+            eager: self.cfg.eager_paging,
+        };
         let mut faults = std::mem::take(&mut self.stats.faults);
         let (p, mut ctx, frames) = self.process_and_pt(pid)?;
-        let mapped = p.fault(&mut ctx, frames, va, thp, &mut faults);
+        let mapped = p.fault(&mut ctx, frames, va, paging, &mut faults);
         let mut alloc_cycles = p.pt.take_alloc_cycles();
         self.stats.faults = faults;
         let (pfn, size) = mapped?;
         alloc_cycles += self.remap_migrated()?;
         self.stats.faults.pt_alloc_cycles += alloc_cycles;
-        match size {
-            PageSize::Size4K => self.stats.faults.mapped_4k += 1,
-            PageSize::Size2M => self.stats.faults.mapped_2m += 1,
-            PageSize::Size1G => self.stats.faults.mapped_1g += 1,
-        }
         Ok((pfn, size, alloc_cycles))
     }
 
@@ -402,3 +407,6 @@ pub struct PhysMemSnapshot {
     pub compactions_refused: u64,
     pub compactions_failed: u64,
 }
+
+#[cfg(test)]
+mod tests;

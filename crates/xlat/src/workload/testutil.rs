@@ -14,6 +14,7 @@ pub fn os(mib: u64) -> Os<RadixPageTable> {
         minor_fault_cycles: 0,
         thp: ThpPolicy::Never,
         hugetlb_1g: false,
+        eager_paging: false,
         physmem: PhysMemConfig {
             bytes: mib << 20,
             fragmentation: 0.0,
