@@ -28,6 +28,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         "utopia-ech",
         include_str!("../../../../python/xlat/presets/utopia-ech.toml"),
     ),
+    (
+        "rmm",
+        include_str!("../../../../python/xlat/presets/rmm.toml"),
+    ),
 ];
 
 pub fn get(name: &str) -> Option<&'static str> {

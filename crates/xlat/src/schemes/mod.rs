@@ -15,6 +15,7 @@
 pub mod hashed;
 pub mod perfect_tlb;
 pub mod radix;
+pub mod rmm;
 
 use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
@@ -83,6 +84,8 @@ registry! {
         "Elastic Cuckoo Page Tables: W-way cuckoo hashed tables per page size, CWCs (ME-HPT §II-B)";
     "mehpt" => hashed::Mehpt,
         "Memory-Efficient HPTs: ECPT with L2P chunks, in-place and per-way resizing (ME-HPT §IV)";
+    "rmm" => rmm::Rmm,
+        "Redundant Memory Mappings: range TLB beside the L2 TLB, B-tree range table, eager paging";
 }
 
 /// The config sections of the schemes: `name: Type;` each becomes `[schemes.<name>]`, with
@@ -108,6 +111,7 @@ macro_rules! sections {
 sections! {
     radix: radix::RadixConfig;
     hashed: hashed::HashedSchemeConfig;
+    rmm: rmm::RmmConfig;
 }
 
 fn unknown(name: &str) -> Error {
