@@ -70,16 +70,7 @@ impl RmmConfig {
                 ),
             ));
         }
-        let n = self.node_entries as usize;
-        if !(3..=range_table::MAX_NODE_ENTRIES).contains(&n) || n.is_multiple_of(2) {
-            return Err(Error::config(
-                format!("{path}.node_entries"),
-                format!(
-                    "must be odd and in 3..={} (a B-tree node of 4 KiB), got {n}",
-                    range_table::MAX_NODE_ENTRIES
-                ),
-            ));
-        }
+        range_table::check_node_entries(self.node_entries, &format!("{path}.node_entries"))?;
         Ok(())
     }
 }

@@ -132,6 +132,19 @@ fn save(store: &mut PtStore, at: Pfn, node: &Node) {
     }
 }
 
+/// A B-tree node of minimum degree `t` holds `2t - 1` entries at most: an odd number, at
+/// least 3, and at most what a 4 KiB frame holds. `key` names the setting in errors.
+pub fn check_node_entries(node_entries: u32, key: &str) -> Result<()> {
+    let n = node_entries as usize;
+    if !(3..=MAX_NODE_ENTRIES).contains(&n) || n.is_multiple_of(2) {
+        return Err(Error::config(
+            key,
+            format!("must be odd and in 3..={MAX_NODE_ENTRIES} (a B-tree node of 4 KiB), got {n}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Where an entry lives: its node and index, for in-place updates.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -159,13 +172,8 @@ pub struct RangeTable {
 impl RangeTable {
     /// An empty table whose nodes hold at most `node_entries` entries (odd, 3..=127).
     pub fn new(ctx: &mut PtContext, node_entries: u32) -> Result<RangeTable> {
+        check_node_entries(node_entries, "schemes.rmm.node_entries")?;
         let n = node_entries as usize;
-        if n < 3 || n > MAX_NODE_ENTRIES || n.is_multiple_of(2) {
-            return Err(Error::config(
-                "schemes.rmm.node_entries",
-                format!("must be odd and in 3..={MAX_NODE_ENTRIES}, got {node_entries}"),
-            ));
-        }
         let root = ctx.alloc_table_frame()?;
         save(
             ctx.store,
