@@ -113,16 +113,30 @@ fn rmm_on_gups_serves_most_l2_misses_from_ranges() {
 
 #[test]
 fn rmm_on_fragmented_memory_still_translates_correctly() {
-    // Utopia Table 1's 40 % fragmentation: many ranges, more than the range TLB holds.
+    // Utopia Table 1's 40 % fragmentation without the preset's contiguous gigabyte: many
+    // ranges, more than the range TLB holds.
     let extra = [
         format!("workload.table_bytes={GIB}"),
         "os.physmem.fragmentation=0.4".to_string(),
+        "os.physmem.contiguous_bytes=0".to_string(),
         "sim.verify=true".to_string(),
     ];
     let s = run(cfg("rmm", "gups", 50_000, &extra));
     assert_eq!(u(&s, "verify.translations_checked"), 50_000);
     assert!(u(&s, "os.pt.0.range_table.ranges") > 32);
     assert!(u(&s, "mmu.range_tlb.evictions") > 0);
+}
+
+#[test]
+fn the_contiguous_gigabyte_makes_a_fragmented_gigabyte_one_range() {
+    let extra = [
+        format!("workload.table_bytes={GIB}"),
+        "os.physmem.fragmentation=0.4".to_string(),
+        "sim.verify=true".to_string(),
+    ];
+    let s = run(cfg("rmm", "gups", 20_000, &extra));
+    assert_eq!(u(&s, "os.pt.0.range_table.ranges"), 1);
+    assert!(s["os"]["physmem"]["fmfi_initial"].as_f64().unwrap() > 0.2);
 }
 
 #[test]

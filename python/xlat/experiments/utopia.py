@@ -288,8 +288,9 @@ register(
         notes=NOTES_COMMON + " The speed-up average is a geometric mean. GUPS, whose every "
         "reference misses every TLB, dominates the headroom more than in the paper's mix. "
         "RMM (preset ``rmm``: a 32-entry range TLB beside the L2 TLB and eager paging, Table 1) "
-        "is the Fig 11 comparator; its ranges are as long as the free blocks left by the 40% "
-        "fragmentation, while the paper gives RMM a 1 GB contiguous region from the start, so "
-        "large footprints make more ranges here than the range TLB holds.",
+        "is the Fig 11 comparator; like the paper, it gets a 1 GB contiguous region from the "
+        "start (``os.physmem.contiguous_bytes``), and beyond it its ranges are as long as the "
+        "free blocks the 40% fragmentation leaves, so footprints above 1 GB make more ranges "
+        "than the range TLB holds.",
     )
 )

@@ -117,11 +117,17 @@ impl<T: PageTable> Os<T> {
     ) -> Result<Os<T>> {
         let mut buddy = BuddyAllocator::new(cfg.physmem.bytes / 4096);
         let mut rng = Rng::new(seed, rng::stream::FRAGMENTATION);
+        // The contiguous region is taken before fragmentation and given back after it, so no
+        // pin lands in it.
+        let kept = keep_contiguous(&mut buddy, cfg.physmem.contiguous_bytes / 4096);
         let pinned = buddy.fragment(
             cfg.physmem.fragmentation,
             cfg.physmem.fragmentation_order,
             &mut rng,
         );
+        for (pfn, order) in kept {
+            buddy.free(pfn, order);
+        }
         // The pins stand for other programs' movable pages: contiguous page-table allocations
         // may migrate them (`physmem::compaction`).
         buddy.mark_movable(pinned.iter().copied());
@@ -325,6 +331,26 @@ impl<T: PageTable> Os<T> {
             },
         }
     }
+}
+
+/// Take `frames` of memory in the largest blocks the allocator has (largest first, up to
+/// 1 GiB each); returns the blocks. Stops early if memory runs out (it cannot at boot: the
+/// amount is validated against the memory size).
+fn keep_contiguous(buddy: &mut BuddyAllocator, frames: u64) -> Vec<(Pfn, u32)> {
+    let mut kept = Vec::new();
+    let mut left = frames;
+    while left > 0 {
+        let Some(largest) = buddy.largest_free_order() else {
+            break;
+        };
+        let order = left.ilog2().min(largest);
+        let Some(pfn) = buddy.alloc(order) else {
+            break;
+        };
+        kept.push((pfn, order));
+        left -= 1 << order;
+    }
+    kept
 }
 
 /// What a workload (or a trace reader) may do to the OS: the system calls a program makes to

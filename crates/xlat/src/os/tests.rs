@@ -1,4 +1,5 @@
-//! Eager paging: the first fault in a VMA backs all of it with consecutive frames.
+//! Eager paging: the first fault in a VMA backs all of it with consecutive frames; memory kept
+//! contiguous through fragmentation injection.
 
 use super::*;
 use crate::pt::radix::RadixPageTable;
@@ -18,6 +19,7 @@ fn os(mib: u64, thp: bool, eager: bool, fragmentation: f64) -> Os<RadixPageTable
             fragmentation,
             fragmentation_order: 9,
             compaction_max_fmfi: 0.75,
+            contiguous_bytes: 0,
         },
     };
     Os::new(
@@ -146,4 +148,53 @@ fn demand_paging_is_unchanged_without_eager_paging() {
     let va = os.mmap(pid, 8 << 20, MapKind::Anon).unwrap();
     os.fault(pid, va).unwrap();
     assert_eq!(os.stats.faults.mapped_4k, 1);
+}
+
+#[test]
+fn contiguous_bytes_stay_free_of_fragmentation_and_eager_paging_uses_them_first() {
+    let plain = os(1024, false, true, 0.4);
+    assert!(
+        plain.buddy.largest_free_order().unwrap() < 15,
+        "without a kept region 40 % fragmentation leaves no 128 MiB block"
+    );
+    let cfg = OsConfig {
+        minor_fault_cycles: 100,
+        thp: ThpPolicy::Never,
+        hugetlb_1g: false,
+        eager_paging: true,
+        physmem: PhysMemConfig {
+            bytes: 1024 << 20,
+            fragmentation: 0.4,
+            fragmentation_order: 9,
+            compaction_max_fmfi: 0.75,
+            contiguous_bytes: 256 << 20,
+        },
+    };
+    let mut os = Os::new(
+        &cfg,
+        3,
+        Box::new(|pt, _| RadixPageTable::new(pt, 4)),
+        Box::new(BuddyFrames),
+    )
+    .unwrap();
+    assert!(os.buddy.free_blocks(16) >= 1, "a free 256 MiB block");
+    // A 200 MiB VMA takes the kept block first: its first 128 MiB are one run of frames.
+    let pid = os.spawn().unwrap();
+    let va = os.mmap(pid, 200 << 20, MapKind::Anon).unwrap();
+    os.fault(pid, va).unwrap();
+    let f = frames_of(&os, pid, va, 128 << 20);
+    assert!(f.windows(2).all(|w| w[1] == w[0] + 1));
+}
+
+#[test]
+fn contiguous_bytes_beyond_memory_is_a_config_error() {
+    let cfg = PhysMemConfig {
+        bytes: 64 << 20,
+        fragmentation: 0.0,
+        fragmentation_order: 9,
+        compaction_max_fmfi: 0.75,
+        contiguous_bytes: 128 << 20,
+    };
+    let err = cfg.validate("os.physmem").unwrap_err().to_string();
+    assert!(err.contains("os.physmem.contiguous_bytes"), "{err}");
 }

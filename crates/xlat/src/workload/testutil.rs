@@ -20,6 +20,7 @@ pub fn os(mib: u64) -> Os<RadixPageTable> {
             fragmentation: 0.0,
             fragmentation_order: 9,
             compaction_max_fmfi: 0.75,
+            contiguous_bytes: 0,
         },
     };
     Os::new(
