@@ -31,7 +31,7 @@ pub struct OsConfig {
     /// `hugetlb_1g` knob of their own.
     #[serde(default)]
     pub hugetlb_1g: bool,
-    /// Eager paging (RMM, Karakostas et al. ISCA'15 §4.3): the first fault in a VMA backs the
+    /// Eager paging (RMM, Karakostas et al. ISCA'15): the first fault in a VMA backs the
     /// whole VMA at once, in the largest free blocks of physical memory, so consecutive pages
     /// get consecutive frames. Pages are still mapped in the page table (4 KiB, or 2 MiB /
     /// 1 GiB where THP or the VMA's kind allows); the fault costs the core one minor fault.

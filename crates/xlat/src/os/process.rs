@@ -250,7 +250,7 @@ impl<T: PageTable> Process<T> {
         ))
     }
 
-    /// Eager paging (RMM, Karakostas et al. ISCA'15 §4.3): back every unmapped page of `vma`
+    /// Eager paging (RMM, Karakostas et al. ISCA'15): back every unmapped page of `vma`
     /// now, with frames taken in the largest blocks the frame policy has, so that consecutive
     /// pages get consecutive frames (the contiguity range translations need). Blocks are taken
     /// largest first, so each block starts at a virtual offset in the VMA that is a multiple of

@@ -1,4 +1,4 @@
-//! The RMM range table (Karakostas et al. ISCA'15 §4.2): one per process, a B-tree of range
+//! The RMM range table (Karakostas et al. ISCA'15): one per process, a B-tree of range
 //! translations keyed by base virtual address, kept in simulated physical memory like a page
 //! table. The OS changes it as it maps and unmaps pages; the MMU's range-table walker reads
 //! it from root to leaf after a page walk to fill the range TLB.

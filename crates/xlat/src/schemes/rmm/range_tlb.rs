@@ -1,6 +1,6 @@
-//! The range TLB (RMM §4.1): a small fully associative cache of range translations, looked up
-//! in parallel with the L2 TLB. A hit yields the 4 KiB translation of the page (`vpn +
-//! offset`), which fills the L1 TLB like an L2 TLB hit.
+//! The range TLB of RMM (Karakostas et al. ISCA'15): a small fully associative cache of range
+//! translations, looked up in parallel with the L2 TLB. A hit yields the 4 KiB translation of
+//! the page (`vpn + offset`), which fills the L1 TLB like an L2 TLB hit.
 
 use super::range_table::Range;
 use serde::Serialize;

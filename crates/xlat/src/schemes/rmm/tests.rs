@@ -67,7 +67,8 @@ fn op() -> impl Strategy<Value = Op> {
     // Few distinct offsets, so that maps often continue or join ranges; some random ones.
     let offset = prop_oneof![Just(1000u64), Just(5000u64), 0u64..100_000];
     prop_oneof![
-        3 => (0u64..400, 1u64..12, offset).prop_map(|(start, len, offset)| Op::Map { start, len, offset }),
+        3 => (0u64..400, 1u64..12, offset)
+            .prop_map(|(start, len, offset)| Op::Map { start, len, offset }),
         1 => (0u64..400, 1u64..30).prop_map(|(start, len)| Op::Unmap { start, len }),
     ]
 }
