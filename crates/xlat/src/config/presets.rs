@@ -32,6 +32,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         "pom-tlb",
         include_str!("../../../../python/xlat/presets/pom-tlb.toml"),
     ),
+    (
+        "rmm",
+        include_str!("../../../../python/xlat/presets/rmm.toml"),
+    ),
 ];
 
 pub fn get(name: &str) -> Option<&'static str> {

@@ -8,10 +8,10 @@ use serde::Serialize;
 pub struct MemKind(pub u8);
 
 /// Number of distinct kinds (size of per-kind stat arrays).
-pub const KINDS: usize = 9;
+pub const KINDS: usize = 10;
 
 const NAMES: [&str; KINDS] = [
-    "data", "pt1", "pt2", "pt3", "pt4", "pt5", "hpt", "cwt", "pomtlb",
+    "data", "pt1", "pt2", "pt3", "pt4", "pt5", "hpt", "cwt", "pomtlb", "range",
 ];
 
 impl MemKind {
@@ -22,6 +22,9 @@ impl MemKind {
     pub const CWT: MemKind = MemKind(7);
     /// A line of a POM-TLB set: an L3 TLB whose entries live in DRAM and are cached like data.
     pub const POMTLB: MemKind = MemKind(8);
+    /// A node of an RMM range table (a B-tree of range translations), read by the range-table
+    /// walker in the background after a page walk.
+    pub const RANGE: MemKind = MemKind(9);
 
     /// An entry of the radix page table at `level` (1 = PT … 4 = PML4, 5 = PML5).
     pub const fn pt_level(level: u32) -> MemKind {

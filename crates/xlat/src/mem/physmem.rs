@@ -48,6 +48,12 @@ pub struct PhysMemConfig {
     /// block can be had, above 0.7 it cannot).
     #[serde(default = "default_compaction_max_fmfi")]
     pub compaction_max_fmfi: f64,
+    /// Bytes of memory kept out of fragmentation injection, as the largest aligned blocks the
+    /// allocator has (up to 1 GiB each), so they are free and contiguous when the workload
+    /// starts: Utopia §7 gives RMM "from the get-go a 1GB contiguous physical memory region".
+    /// A multiple of 2 MiB, at most `bytes`; 0 (default) keeps none.
+    #[serde(default)]
+    pub contiguous_bytes: u64,
 }
 
 impl PhysMemConfig {
@@ -90,6 +96,15 @@ impl PhysMemConfig {
                 format!(
                     "must be an FMFI in [0, 1] (got {})",
                     self.compaction_max_fmfi
+                ),
+            ));
+        }
+        if !self.contiguous_bytes.is_multiple_of(2 * MIB) || self.contiguous_bytes > self.bytes {
+            return Err(Error::config(
+                key("contiguous_bytes"),
+                format!(
+                    "must be a multiple of 2 MiB and at most os.physmem.bytes (got {} bytes)",
+                    self.contiguous_bytes
                 ),
             ));
         }
@@ -556,6 +571,7 @@ mod tests {
             fragmentation,
             fragmentation_order: order,
             compaction_max_fmfi: 0.75,
+            contiguous_bytes: 0,
         }
     }
 

@@ -16,6 +16,21 @@ pub trait FramePolicy: Send {
         vpn: Vpn,
         size: PageSize,
     ) -> Option<Pfn>;
+
+    /// Eager paging: a free block of `2^order` frames, `order <= max_order`, to back the
+    /// pages from `vpn` on with consecutive frames, or `None` if memory is full. The default
+    /// takes the largest block the buddy allocator has, up to `max_order` (RMM's eager paging
+    /// allocator); a policy that places each page itself may return single frames instead.
+    fn block(
+        &mut self,
+        buddy: &mut BuddyAllocator,
+        _pid: u16,
+        _vpn: Vpn,
+        max_order: u32,
+    ) -> Option<(Pfn, u32)> {
+        let order = buddy.largest_free_order()?.min(max_order);
+        buddy.alloc(order).map(|p| (p, order))
+    }
 }
 
 /// Any free block of the right order, as Linux's page allocator gives.

@@ -6,6 +6,7 @@ mod frames;
 mod process;
 
 pub use frames::{BuddyFrames, FramePolicy};
+use process::Paging;
 pub use process::{MapKind, Process, Vma};
 
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
@@ -30,6 +31,12 @@ pub struct OsConfig {
     /// `hugetlb_1g` knob of their own.
     #[serde(default)]
     pub hugetlb_1g: bool,
+    /// Eager paging (RMM, Karakostas et al. ISCA'15): the first fault in a VMA backs the
+    /// whole VMA at once, in the largest free blocks of physical memory, so consecutive pages
+    /// get consecutive frames. Pages are still mapped in the page table (4 KiB, or 2 MiB /
+    /// 1 GiB where THP or the VMA's kind allows); the fault costs the core one minor fault.
+    #[serde(default)]
+    pub eager_paging: bool,
     pub physmem: PhysMemConfig,
     /// Cycles a TLB shootdown costs beyond the local invalidation when other cores run the
     /// process: the initiator waits for their acknowledgements and each of them runs the
@@ -121,11 +128,17 @@ impl<T: PageTable> Os<T> {
     ) -> Result<Os<T>> {
         let mut buddy = BuddyAllocator::new(cfg.physmem.bytes / 4096);
         let mut rng = Rng::new(seed, rng::stream::FRAGMENTATION);
+        // The contiguous region is taken before fragmentation and given back after it, so no
+        // pin lands in it.
+        let kept = keep_contiguous(&mut buddy, cfg.physmem.contiguous_bytes / 4096);
         let pinned = buddy.fragment(
             cfg.physmem.fragmentation,
             cfg.physmem.fragmentation_order,
             &mut rng,
         );
+        for (pfn, order) in kept {
+            buddy.free(pfn, order);
+        }
         // The pins stand for other programs' movable pages: contiguous page-table allocations
         // may migrate them (`physmem::compaction`).
         buddy.mark_movable(pinned.iter().copied());
@@ -244,20 +257,18 @@ impl<T: PageTable> Os<T> {
     }
 
     fn map_page(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize, u64)> {
-        let thp = self.cfg.thp == ThpPolicy::Always;
+        let paging = Paging {
+            thp: self.cfg.thp == ThpPolicy::Always,
+            eager: self.cfg.eager_paging,
+        };
         let mut faults = std::mem::take(&mut self.stats.faults);
         let (p, mut ctx, frames) = self.process_and_pt(pid)?;
-        let mapped = p.fault(&mut ctx, frames, va, thp, &mut faults);
+        let mapped = p.fault(&mut ctx, frames, va, paging, &mut faults);
         let mut alloc_cycles = p.pt.take_alloc_cycles();
         self.stats.faults = faults;
         let (pfn, size) = mapped?;
         alloc_cycles += self.remap_migrated()?;
         self.stats.faults.pt_alloc_cycles += alloc_cycles;
-        match size {
-            PageSize::Size4K => self.stats.faults.mapped_4k += 1,
-            PageSize::Size2M => self.stats.faults.mapped_2m += 1,
-            PageSize::Size1G => self.stats.faults.mapped_1g += 1,
-        }
         Ok((pfn, size, alloc_cycles))
     }
 
@@ -331,6 +342,26 @@ impl<T: PageTable> Os<T> {
             },
         }
     }
+}
+
+/// Take `frames` of memory in the largest blocks the allocator has (largest first, up to
+/// 1 GiB each); returns the blocks. Stops early if memory runs out (it cannot at boot: the
+/// amount is validated against the memory size).
+fn keep_contiguous(buddy: &mut BuddyAllocator, frames: u64) -> Vec<(Pfn, u32)> {
+    let mut kept = Vec::new();
+    let mut left = frames;
+    while left > 0 {
+        let Some(largest) = buddy.largest_free_order() else {
+            break;
+        };
+        let order = left.ilog2().min(largest);
+        let Some(pfn) = buddy.alloc(order) else {
+            break;
+        };
+        kept.push((pfn, order));
+        left -= 1 << order;
+    }
+    kept
 }
 
 /// What a workload (or a trace reader) may do to the OS: the system calls a program makes to
@@ -413,3 +444,6 @@ pub struct PhysMemSnapshot {
     pub compactions_refused: u64,
     pub compactions_failed: u64,
 }
+
+#[cfg(test)]
+mod tests;

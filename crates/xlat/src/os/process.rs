@@ -3,6 +3,7 @@
 use super::{FaultStats, FramePolicy};
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
+use crate::mem::physmem;
 use crate::pt::{PageTable, PtContext};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -17,12 +18,24 @@ pub enum MapKind {
     Huge1G,
 }
 
+/// How the OS backs a VMA on a fault.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Paging {
+    /// Transparent huge pages: 2 MiB pages where they fit.
+    pub thp: bool,
+    /// Eager paging: the first fault in a VMA maps all of it.
+    pub eager: bool,
+}
+
 /// A virtual memory area `[start, end)` in 4 KiB page numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Vma {
     pub start: Vpn,
     pub end: Vpn,
     pub kind: MapKind,
+    /// The whole user address space of a trace-driven process (`map_everything`), not an
+    /// allocation: eager paging leaves it demand-paged, as populating it would take all memory.
+    pub catch_all: bool,
 }
 
 /// Where `mmap` starts placing regions (16 TiB), far from null and below the 47-bit limit.
@@ -102,6 +115,7 @@ impl<T: PageTable> Process<T> {
             start: VirtAddr(start).vpn(),
             end: VirtAddr(end).vpn(),
             kind,
+            catch_all: false,
         };
         self.vmas.insert(vma.start.0, vma);
         Ok(VirtAddr(start))
@@ -112,6 +126,7 @@ impl<T: PageTable> Process<T> {
             start: Vpn(1), // page 0 stays unmapped, as null
             end: VirtAddr(self.va_limit).vpn(),
             kind: MapKind::Anon,
+            catch_all: true,
         };
         self.vmas.insert(vma.start.0, vma);
         self.next_va = self.va_limit;
@@ -151,12 +166,14 @@ impl<T: PageTable> Process<T> {
         inside && clean
     }
 
+    /// Handle a fault at `va`: map the page containing it (demand paging) or, with `eager`,
+    /// every page of its VMA at once (eager paging). Returns the mapping of `va`.
     pub(super) fn fault(
         &mut self,
         ctx: &mut PtContext,
         frames: &mut dyn FramePolicy,
         va: VirtAddr,
-        thp: bool,
+        paging: Paging,
         stats: &mut FaultStats,
     ) -> Result<(Pfn, PageSize)> {
         if let Some(m) = self.truth(va) {
@@ -169,9 +186,34 @@ impl<T: PageTable> Process<T> {
                 self.pid
             ))
         })?;
+        if paging.eager && !vma.catch_all {
+            self.populate_vma(ctx, frames, &vma, paging.thp, stats)?;
+            return self.truth(va).ok_or_else(|| {
+                Error::Workload(format!(
+                    "eager paging left {va:?} of pid {} unmapped",
+                    self.pid
+                ))
+            });
+        }
+        let (pfn, size) = self.demand_frame(ctx, frames, &vma, vpn, paging.thp, stats)?;
+        self.install(ctx, vpn.align_down(size), pfn, size, stats)?;
+        Ok((pfn, size))
+    }
+
+    /// Demand paging: the largest page the VMA, THP and free memory allow at `vpn`, and its
+    /// frame from the frame policy.
+    fn demand_frame(
+        &self,
+        ctx: &mut PtContext,
+        frames: &mut dyn FramePolicy,
+        vma: &Vma,
+        vpn: Vpn,
+        thp: bool,
+        stats: &mut FaultStats,
+    ) -> Result<(Pfn, PageSize)> {
         let mut choice = None;
         if vma.kind == MapKind::Huge1G {
-            if self.huge_fits(&vma, vpn, PageSize::Size1G) {
+            if self.huge_fits(vma, vpn, PageSize::Size1G) {
                 choice = frames
                     .frame(ctx.buddy, self.pid, vpn, PageSize::Size1G)
                     .map(|p| (p, PageSize::Size1G));
@@ -181,7 +223,7 @@ impl<T: PageTable> Process<T> {
             }
         }
         if choice.is_none() && (thp || vma.kind == MapKind::Huge1G) {
-            if self.huge_fits(&vma, vpn, PageSize::Size2M) && ctx.buddy.has_free_block(9) {
+            if self.huge_fits(vma, vpn, PageSize::Size2M) && ctx.buddy.has_free_block(9) {
                 choice = frames
                     .frame(ctx.buddy, self.pid, vpn, PageSize::Size2M)
                     .map(|p| (p, PageSize::Size2M));
@@ -190,22 +232,120 @@ impl<T: PageTable> Process<T> {
                 stats.thp_fallbacks += 1;
             }
         }
-        let (pfn, size) = match choice {
-            Some(c) => c,
-            None => {
-                let p = frames
-                    .frame(ctx.buddy, self.pid, vpn, PageSize::Size4K)
-                    .ok_or_else(|| {
-                    Error::OutOfMemory(format!(
-                        "no free frame for pid {} at {va:?}; the footprint exceeds os.physmem.bytes \
-                         (swap is not modelled yet)",
-                        self.pid
-                    ))
-                })?;
-                (p, PageSize::Size4K)
+        match choice {
+            Some(c) => Ok(c),
+            None => frames
+                .frame(ctx.buddy, self.pid, vpn, PageSize::Size4K)
+                .map(|p| (p, PageSize::Size4K))
+                .ok_or_else(|| self.out_of_memory(vpn)),
+        }
+    }
+
+    fn out_of_memory(&self, vpn: Vpn) -> Error {
+        Error::OutOfMemory(format!(
+            "no free frame for pid {} at {:?}; the footprint exceeds os.physmem.bytes \
+             (swap is not modelled yet)",
+            self.pid,
+            vpn.addr()
+        ))
+    }
+
+    /// Eager paging (RMM, Karakostas et al. ISCA'15): back every unmapped page of `vma`
+    /// now, with frames taken in the largest blocks the frame policy has, so that consecutive
+    /// pages get consecutive frames (the contiguity range translations need). Blocks are taken
+    /// largest first, so each block starts at a virtual offset in the VMA that is a multiple of
+    /// its size: a block of 2 MiB or more maps 2 MiB pages (with THP) from an aligned VMA.
+    fn populate_vma(
+        &mut self,
+        ctx: &mut PtContext,
+        frames: &mut dyn FramePolicy,
+        vma: &Vma,
+        thp: bool,
+        stats: &mut FaultStats,
+    ) -> Result<()> {
+        let mut at = vma.start.0;
+        while at < vma.end.0 {
+            if let Some((_, size)) = self.truth(Vpn(at).addr()) {
+                at = Vpn(at).align_down(size).0 + size.base_pages();
+                continue;
             }
-        };
-        let base = vpn.align_down(size);
+            // The run of unmapped pages from `at` (all of the VMA unless it was partly mapped
+            // before eager paging saw it).
+            let mut run_end = at + 1;
+            while run_end < vma.end.0 && self.truth(Vpn(run_end).addr()).is_none() {
+                run_end += 1;
+            }
+            while at < run_end {
+                let want = (run_end - at).ilog2().min(physmem::MAX_ORDER);
+                let (block, order) = frames
+                    .block(ctx.buddy, self.pid, Vpn(at), want)
+                    .ok_or_else(|| {
+                        Error::OutOfMemory(format!(
+                            "eager paging found no free frame for pid {} at {:?} ({} pages of \
+                             its VMA left to back); the VMAs exceed os.physmem.bytes",
+                            self.pid,
+                            Vpn(at).addr(),
+                            vma.end.0 - at
+                        ))
+                    })?;
+                debug_assert!(order <= want, "a frame policy returned a larger block");
+                let pages = 1u64 << order.min(want);
+                self.install_run(ctx, vma, Vpn(at), block, pages, thp, stats)?;
+                at += pages;
+            }
+        }
+        Ok(())
+    }
+
+    /// Map the `pages` pages from `vpn` to consecutive frames from `first`, each with the
+    /// largest page size that is aligned in both spaces, fits in the run and the VMA, and that
+    /// the VMA's kind or THP allows.
+    #[allow(clippy::too_many_arguments)]
+    fn install_run(
+        &mut self,
+        ctx: &mut PtContext,
+        vma: &Vma,
+        vpn: Vpn,
+        first: Pfn,
+        pages: u64,
+        thp: bool,
+        stats: &mut FaultStats,
+    ) -> Result<()> {
+        let mut sizes = Vec::with_capacity(3);
+        if vma.kind == MapKind::Huge1G {
+            sizes.push(PageSize::Size1G);
+        }
+        if thp || vma.kind == MapKind::Huge1G {
+            sizes.push(PageSize::Size2M);
+        }
+        let mut i = 0;
+        while i < pages {
+            let (v, f) = (vpn.0 + i, first.0 + i);
+            let size = sizes
+                .iter()
+                .copied()
+                .find(|s| {
+                    let n = s.base_pages();
+                    v % n == 0 && f % n == 0 && i + n <= pages && self.huge_fits(vma, Vpn(v), *s)
+                })
+                .unwrap_or(PageSize::Size4K);
+            self.install(ctx, Vpn(v), Pfn(f), size, stats)?;
+            i += size.base_pages();
+        }
+        Ok(())
+    }
+
+    /// Map the `size` page at `base` to `pfn` in the page table and record it: ground truth,
+    /// the small-page counts that keep huge pages out of regions holding small ones, and the
+    /// reverse map of the 4 KiB pages compaction may migrate.
+    fn install(
+        &mut self,
+        ctx: &mut PtContext,
+        base: Vpn,
+        pfn: Pfn,
+        size: PageSize,
+        stats: &mut FaultStats,
+    ) -> Result<()> {
         self.pt.map(ctx, base, pfn, size)?;
         self.truth[size.index()].insert(base.0 >> size.order(), pfn);
         if size != PageSize::Size1G {
@@ -216,7 +356,12 @@ impl<T: PageTable> Process<T> {
             self.frames.insert(pfn.0, base);
             ctx.buddy.mark_movable([pfn]);
         }
-        Ok((pfn, size))
+        match size {
+            PageSize::Size4K => stats.mapped_4k += 1,
+            PageSize::Size2M => stats.mapped_2m += 1,
+            PageSize::Size1G => stats.mapped_1g += 1,
+        }
+        Ok(())
     }
 
     /// Compaction moved the frame `old` to `new`: if it held one of this process's pages,

@@ -16,6 +16,7 @@ pub mod hashed;
 pub mod perfect_tlb;
 pub mod pom_tlb;
 pub mod radix;
+pub mod rmm;
 
 use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
@@ -86,6 +87,8 @@ registry! {
         "Memory-Efficient HPTs: ECPT with L2P chunks, in-place and per-way resizing (ME-HPT §IV)";
     "pom-tlb" => pom_tlb::PomTlb,
         "radix with a 64K-entry DRAM-resident L3 TLB probed through the caches (POM-TLB, ISCA'17)";
+    "rmm" => rmm::Rmm,
+        "Redundant Memory Mappings: range TLB beside the L2 TLB, B-tree range table, eager paging";
 }
 
 /// The config sections of the schemes: `name: Type;` each becomes `[schemes.<name>]`, with
@@ -112,6 +115,7 @@ sections! {
     radix: radix::RadixConfig;
     hashed: hashed::HashedSchemeConfig;
     pom_tlb: pom_tlb::PomTlbConfig;
+    rmm: rmm::RmmConfig;
 }
 
 fn unknown(name: &str) -> Error {

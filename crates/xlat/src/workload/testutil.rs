@@ -14,11 +14,13 @@ pub fn os(mib: u64) -> Os<RadixPageTable> {
         minor_fault_cycles: 0,
         thp: ThpPolicy::Never,
         hugetlb_1g: false,
+        eager_paging: false,
         physmem: PhysMemConfig {
             bytes: mib << 20,
             fragmentation: 0.0,
             fragmentation_order: 9,
             compaction_max_fmfi: 0.75,
+            contiguous_bytes: 0,
         },
         shootdown_ipi_cycles: 0,
     };
