@@ -177,8 +177,6 @@ def test_multi_threaded_gups_on_four_cores_verifies(run_cli) -> None:
                 *TINY_GUPS_ARGS,
                 "--cores",
                 "4",
-                "--set",
-                "workload.threads=4",
                 "--verify",
                 "--json",
             )

@@ -22,6 +22,7 @@ stderr with exit status 2, without a Python traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -108,6 +109,32 @@ def _unique_labels(configs: Sequence[str]) -> list[str]:
     return labels
 
 
+@functools.lru_cache(maxsize=1)
+def _threaded_workloads() -> frozenset[str]:
+    """Built-in workloads that take ``threads`` (their defaults list it)."""
+    return frozenset(
+        w["name"] for w in api.workloads() if "threads" in tomllib.loads(w["defaults"])["workload"]
+    )
+
+
+def _workload_name(args: argparse.Namespace, overrides: list[str]) -> str | None:
+    """The workload a run of ``args`` would use: ``--workload``, else the config's."""
+    if getattr(args, "trace", None):
+        return "trace"
+    if getattr(args, "workload", None):
+        return args.workload
+    config = getattr(args, "config", None) or api.DEFAULT_CONFIG
+    if isinstance(config, list):
+        config = config[0]
+    try:
+        resolved = api.resolve_config(config, None, overrides=overrides)
+    except Exception as exc:  # noqa: BLE001 - the run itself reports what is wrong
+        if _is_engine_error(exc) or isinstance(exc, (OSError, ValueError)):
+            return None
+        raise
+    return tomllib.loads(resolved).get("workload", {}).get("name")
+
+
 def _overrides(args: argparse.Namespace) -> list[str]:
     """The raw ``key=value`` overrides of the shortcut options and ``--set`` (applied last)."""
     result: list[str] = []
@@ -115,6 +142,10 @@ def _overrides(args: argparse.Namespace) -> list[str]:
         result.append(f"workload.references={args.refs}")
     if getattr(args, "cores", None) is not None:
         result.append(f"sim.cores={args.cores}")
+        # A multi-threaded workload runs a thread per core unless --set says otherwise (a
+        # later --set workload.threads=... wins).
+        if _workload_name(args, result) in _threaded_workloads():
+            result.append(f"workload.threads={args.cores}")
     if getattr(args, "verify", False):
         result.append("sim.verify=true")
     for entry in getattr(args, "set", None) or []:
