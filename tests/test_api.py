@@ -216,7 +216,7 @@ def test_resolve_presets_bench_wrappers(fake_core: FakeCore) -> None:
     assert "preset perfect-tlb" in xlat.preset_text("perfect-tlb")
     result = xlat.bench("gups", 1000)
     assert result["references"] == 1000
-    assert fake_core.calls[-1] == ("bench", ("gups", 1000))
+    assert fake_core.calls[-1] == ("bench", ("gups", 1000, "baseline-radix", []))
     with pytest.raises(ValueError):
         xlat.bench("gups", 0)
     with pytest.raises(TypeError):

@@ -218,8 +218,8 @@ def test_bench(fake_core: FakeCore, capsys: pytest.CaptureFixture[str]) -> None:
     assert "gups" in out and "stream" in out
     assert "800,000" in out  # 200000 refs / 0.25 s
     assert [args for name, args in fake_core.calls if name == "bench"] == [
-        ("gups", 200_000),
-        ("stream", 200_000),
+        ("gups", 200_000, "baseline-radix", []),
+        ("stream", 200_000, "baseline-radix", []),
     ]
     assert main(["bench", "--refs", "1k", "-w", "gups", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["refs_per_second"] == 4000
@@ -228,8 +228,8 @@ def test_bench(fake_core: FakeCore, capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "baseline-radix/gups" in out and "ecpt/gups" in out
     assert [args for name, args in fake_core.calls if name == "bench"] == [
-        ("gups", 1000),
-        ("gups", 1000, "ecpt"),
+        ("gups", 1000, "baseline-radix", []),
+        ("gups", 1000, "ecpt", []),
     ]
 
 

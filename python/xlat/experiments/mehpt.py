@@ -230,7 +230,7 @@ def table2(config: Mapping[str, Any]) -> pd.DataFrame:
     """Table II from a resolved config: a way holds at most ``2 x l2p_entries`` chunks with
     stealing (its own L2P subtable plus the 1 GiB one, §V-A), a line maps 8 pages (§II-B
     clustering), and the mapping space counts every line of every way, as the paper does."""
-    hashed = config["pt"]["hashed"]
+    hashed = config["schemes"]["hashed"]["table"]
     mehpt = hashed["mehpt"]
     chunks_per_way = mehpt["l2p_entries"] * (2 if mehpt["stealing"] else 1)
     rows = []
