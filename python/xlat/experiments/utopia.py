@@ -191,7 +191,7 @@ def _analyse_headroom(df: pd.DataFrame) -> Analysis:
         baseline="Radix",
         normalize="inverse",
         ylabel="speed-up over Radix",
-        title="Speed-up of ECH, RMM and a perfect TLB over Radix",
+        title="Speed-up of ECH, RMM, POM-TLB and a perfect TLB over Radix",
         ylim=(0, 2.5),  # GUPS runs off the top, labelled with its value, as the paper draws it
     )
     fig4 = plots.grouped_bars(
