@@ -266,9 +266,7 @@ pub struct FaultRequest {
     op: Op,
     /// Cycle the translation was requested.
     issued: u64,
-    /// Cycle the walk that missed started (after any wait for a walker), and its walker.
-    walk_start: u64,
-    walk_ready: u64,
+    /// The walker that walked (unused by a perfect TLB).
     slot: usize,
     /// Cycle the failed walk ended.
     walked: u64,
@@ -353,8 +351,6 @@ impl<S: MmuScheme> Mmu<S> {
                     pid,
                     op,
                     issued: now,
-                    walk_start: now + latency,
-                    walk_ready: now + latency,
                     slot: usize::MAX,
                     walked: now + latency,
                     before_walk: latency,
@@ -431,8 +427,6 @@ impl<S: MmuScheme> Mmu<S> {
                 pid,
                 op,
                 issued: now,
-                walk_start: start,
-                walk_ready: ready,
                 slot,
                 walked: end,
                 before_walk: latency,
@@ -499,7 +493,6 @@ impl<S: MmuScheme> Mmu<S> {
         let table = tables.table(f.pid)?;
         let (found, end) = self.walk_once(f.va, asid, table, tables.store(), resume, mem);
         let (pfn, size) = found.ok_or_else(fail)?;
-        debug_assert!(f.walk_start >= f.walk_ready);
         self.walker_free_at[f.slot] = end;
         self.scheme
             .after_walk(f.va, asid, pfn, size, table, tables.store(), end, mem);
@@ -507,7 +500,7 @@ impl<S: MmuScheme> Mmu<S> {
         Ok(Translation {
             paddr: translate(f.va, pfn, size),
             size,
-            latency: f.before_walk + (end - f.walk_ready),
+            latency: end - f.issued,
             found: Found::Fault { resume },
         })
     }

@@ -447,3 +447,33 @@ pub struct PhysMemSnapshot {
 
 #[cfg(test)]
 mod tests;
+
+/// What unit tests of the OS and the workloads boot: `mib` MiB of unfragmented memory, free
+/// faults, no THP, and 4-level radix tables from the buddy allocator.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use crate::pt::radix::RadixPageTable;
+
+    pub fn config(mib: u64) -> OsConfig {
+        OsConfig {
+            minor_fault_cycles: 0,
+            thp: ThpPolicy::Never,
+            hugetlb_1g: false,
+            eager_paging: false,
+            physmem: PhysMemConfig {
+                bytes: mib << 20,
+                fragmentation: 0.0,
+                fragmentation_order: 9,
+                compaction_max_fmfi: 0.75,
+                contiguous_bytes: 0,
+            },
+            shootdown_ipi_cycles: 0,
+        }
+    }
+
+    pub fn radix_os(cfg: &OsConfig, seed: u64) -> Os<RadixPageTable> {
+        let tables = Box::new(|pt: &mut PtContext, _| RadixPageTable::new(pt, 4));
+        Os::new(cfg, seed, tables, Box::new(BuddyFrames)).unwrap()
+    }
+}

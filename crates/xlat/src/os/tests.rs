@@ -1,35 +1,23 @@
 //! Eager paging: the first fault in a VMA backs all of it with consecutive frames; memory kept
 //! contiguous through fragmentation injection.
 
+use super::testing::{config, radix_os};
 use super::*;
 use crate::pt::radix::RadixPageTable;
 
+fn eager_config(mib: u64, thp: bool, eager: bool, fragmentation: f64) -> OsConfig {
+    let mut cfg = config(mib);
+    cfg.minor_fault_cycles = 100;
+    if thp {
+        cfg.thp = ThpPolicy::Always;
+    }
+    cfg.eager_paging = eager;
+    cfg.physmem.fragmentation = fragmentation;
+    cfg
+}
+
 fn os(mib: u64, thp: bool, eager: bool, fragmentation: f64) -> Os<RadixPageTable> {
-    let cfg = OsConfig {
-        minor_fault_cycles: 100,
-        thp: if thp {
-            ThpPolicy::Always
-        } else {
-            ThpPolicy::Never
-        },
-        hugetlb_1g: false,
-        eager_paging: eager,
-        physmem: PhysMemConfig {
-            bytes: mib << 20,
-            fragmentation,
-            fragmentation_order: 9,
-            compaction_max_fmfi: 0.75,
-            contiguous_bytes: 0,
-        },
-        shootdown_ipi_cycles: 0,
-    };
-    Os::new(
-        &cfg,
-        3,
-        Box::new(|pt, _| RadixPageTable::new(pt, 4)),
-        Box::new(BuddyFrames),
-    )
-    .unwrap()
+    radix_os(&eager_config(mib, thp, eager, fragmentation), 3)
 }
 
 /// Every 4 KiB page of `[va, va + bytes)` with its frame, in VA order.
@@ -158,27 +146,9 @@ fn contiguous_bytes_stay_free_of_fragmentation_and_eager_paging_uses_them_first(
         plain.buddy.largest_free_order().unwrap() < 15,
         "without a kept region 40 % fragmentation leaves no 128 MiB block"
     );
-    let cfg = OsConfig {
-        minor_fault_cycles: 100,
-        thp: ThpPolicy::Never,
-        hugetlb_1g: false,
-        eager_paging: true,
-        physmem: PhysMemConfig {
-            bytes: 1024 << 20,
-            fragmentation: 0.4,
-            fragmentation_order: 9,
-            compaction_max_fmfi: 0.75,
-            contiguous_bytes: 256 << 20,
-        },
-        shootdown_ipi_cycles: 0,
-    };
-    let mut os = Os::new(
-        &cfg,
-        3,
-        Box::new(|pt, _| RadixPageTable::new(pt, 4)),
-        Box::new(BuddyFrames),
-    )
-    .unwrap();
+    let mut cfg = eager_config(1024, false, true, 0.4);
+    cfg.physmem.contiguous_bytes = 256 << 20;
+    let mut os = radix_os(&cfg, 3);
     assert!(os.buddy.free_blocks(16) >= 1, "a free 256 MiB block");
     // A 200 MiB VMA takes the kept block first: its first 128 MiB are one run of frames.
     let pid = os.spawn().unwrap();

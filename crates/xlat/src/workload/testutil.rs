@@ -2,35 +2,14 @@
 //! stream, the virtual footprint of a process, and a model check of index structures.
 
 use super::emit::{Emitter, Stop, ThreadedSource};
-use crate::mem::physmem::PhysMemConfig;
-use crate::os::{AddressSpaces, BuddyFrames, Os, OsConfig, ThpPolicy};
+use crate::os::{AddressSpaces, Os};
 use crate::pt::radix::RadixPageTable;
 use crate::trace::{Record, RecordSource};
 use std::hash::{Hash, Hasher};
 
 /// An OS with `mib` MiB of unfragmented physical memory and a 4-level page table.
 pub fn os(mib: u64) -> Os<RadixPageTable> {
-    let cfg = OsConfig {
-        minor_fault_cycles: 0,
-        thp: ThpPolicy::Never,
-        hugetlb_1g: false,
-        eager_paging: false,
-        physmem: PhysMemConfig {
-            bytes: mib << 20,
-            fragmentation: 0.0,
-            fragmentation_order: 9,
-            compaction_max_fmfi: 0.75,
-            contiguous_bytes: 0,
-        },
-        shootdown_ipi_cycles: 0,
-    };
-    Os::new(
-        &cfg,
-        1,
-        Box::new(|pt, _| RadixPageTable::new(pt, 4)),
-        Box::new(BuddyFrames),
-    )
-    .unwrap()
+    crate::os::testing::radix_os(&crate::os::testing::config(mib), 1)
 }
 
 /// An OS with 2 GiB of unfragmented physical memory.
