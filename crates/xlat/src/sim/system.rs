@@ -16,6 +16,7 @@ use crate::mem::{Hierarchy, Level, MemKind};
 use crate::mmu::{FaultRequest, Found, Mmu, MmuSnapshot, Outcome, PageTables, Translation};
 use crate::os::{AddressSpaces, Os};
 use crate::pt::store::PtStore;
+use crate::pt::PtContext;
 use crate::schemes::{BuildCtx, Scheme, TableOf};
 use crate::stats::{
     CachesSnapshot, CoreSnapshot, EpochSample, PerCoreSnapshot, PrivateCachesSnapshot, Stats,
@@ -108,31 +109,23 @@ impl<T: crate::pt::PageTable> PageTables for Os<T> {
     }
 }
 
+/// What a scheme's builders see of `cfg`.
+fn build_ctx(cfg: &SimConfig) -> BuildCtx<'_> {
+    BuildCtx {
+        sections: &cfg.schemes,
+        mmu: &cfg.mmu,
+        seed: cfg.seed,
+    }
+}
+
 /// Boot the OS of `cfg` for scheme `S`: physical memory, and the scheme's page-table
 /// organisation and frame policy.
 pub fn boot_os<S: Scheme>(cfg: &SimConfig) -> Result<Os<TableOf<S>>> {
-    let sections = cfg.schemes.clone();
-    let mmu = cfg.mmu.clone();
-    let seed = cfg.seed;
-    let ctx = BuildCtx {
-        sections: &cfg.schemes,
-        mmu: &cfg.mmu,
-        seed,
-    };
-    let frames = S::frames(&ctx);
-    Os::new(
-        &cfg.os,
-        seed,
-        Box::new(move |pt, pid| {
-            let ctx = BuildCtx {
-                sections: &sections,
-                mmu: &mmu,
-                seed,
-            };
-            S::new_table(&ctx, pt, pid)
-        }),
-        frames,
-    )
+    // The OS builds each new process's table later, so the closure keeps its own config.
+    let own = cfg.clone();
+    let new_table =
+        Box::new(move |pt: &mut PtContext, pid| S::new_table(&build_ctx(&own), pt, pid));
+    Os::new(&cfg.os, cfg.seed, new_table, S::frames(&build_ctx(cfg)))
 }
 
 impl<S: Scheme> System<S> {
@@ -144,11 +137,7 @@ impl<S: Scheme> System<S> {
     ) -> Result<System<S>> {
         let mut os = boot_os::<S>(&cfg)?;
         let source = make_source(&mut os)?;
-        let ctx = BuildCtx {
-            sections: &cfg.schemes,
-            mmu: &cfg.mmu,
-            seed: cfg.seed,
-        };
+        let ctx = build_ctx(&cfg);
         let n = cfg.sim.cores as usize;
         let mut cores = Vec::with_capacity(n);
         for _ in 0..n {
