@@ -29,14 +29,13 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
+use super::turns::Turns;
+pub use super::turns::TURN;
+
 /// Records per batch sent to the simulator.
 const BATCH: usize = 4096;
 /// Batches in flight between producer and simulator.
 const CHANNEL_DEPTH: usize = 8;
-/// Records the merged stream takes from one thread of a team before turning to the next. Small,
-/// because the engine keeps a queue per core: a thread whose records ran far ahead of the others'
-/// would have to be buffered until theirs arrive.
-pub const TURN: usize = 256;
 /// Most threads a team may have (the `threads` key of multi-threaded workloads).
 pub const MAX_THREADS: u32 = 64;
 
@@ -354,17 +353,7 @@ struct Producer {
     pos: usize,
     /// After `records`, the thread waits at a barrier.
     barrier_next: bool,
-    /// Read up to a barrier: nothing more is taken from it until every thread got there.
-    waiting: bool,
-    /// Its algorithm ended and every record it emitted has been read.
-    done: bool,
     worker: Option<JoinHandle<Outcome>>,
-}
-
-impl Producer {
-    fn runnable(&self) -> bool {
-        !self.done && !self.waiting
-    }
 }
 
 /// A `RecordSource` fed by generators running on their own threads: one program, or the threads
@@ -375,15 +364,9 @@ pub struct ThreadedSource {
     pending: Vec<Algorithm>,
     producers: Vec<Producer>,
     team: Option<Arc<TeamSync>>,
-    /// The thread whose turn it is, and the records its turn still takes.
-    current: usize,
-    turn: usize,
-    turn_left: usize,
+    turns: Turns,
     emitted: u64,
     total: u64,
-    /// Where in the merged stream each barrier opened, for tests of the interleaving.
-    #[cfg(test)]
-    barriers: Vec<u64>,
 }
 
 impl ThreadedSource {
@@ -423,14 +406,9 @@ impl ThreadedSource {
             pending,
             producers: Vec::new(),
             team: None,
-            current: 0,
-            // One thread has nobody to take turns with.
-            turn: if threads == 1 { usize::MAX } else { TURN },
-            turn_left: if threads == 1 { usize::MAX } else { TURN },
+            turns: Turns::new(threads),
             emitted: 0,
             total: budget,
-            #[cfg(test)]
-            barriers: Vec::new(),
         }
     }
 
@@ -475,38 +453,11 @@ impl ThreadedSource {
                 records: Vec::new(),
                 pos: 0,
                 barrier_next: false,
-                waiting: false,
-                done: false,
                 worker: Some(worker),
             });
         }
         self.team = team;
         Ok(())
-    }
-
-    /// End the current turn: the next thread in order that can run takes over. When every
-    /// thread still running waits at the barrier, the barrier opens and the turns start again
-    /// from the lowest thread, as all threads leave a barrier together.
-    fn end_turn(&mut self) {
-        self.turn_left = self.turn;
-        let n = self.producers.len();
-        for step in 1..=n {
-            let i = (self.current + step) % n;
-            if self.producers[i].runnable() {
-                self.current = i;
-                return;
-            }
-        }
-        let mut opened = false;
-        for p in self.producers.iter_mut().filter(|p| !p.done) {
-            p.waiting = false;
-            opened = true;
-        }
-        if opened {
-            #[cfg(test)]
-            self.barriers.push(self.emitted);
-            self.current = self.producers.iter().position(|p| !p.done).unwrap_or(0);
-        }
     }
 
     /// The run ended: the budget is spent, or every thread has finished.
@@ -549,7 +500,7 @@ impl ThreadedSource {
     /// Where in the merged stream each barrier opened (tests of the interleaving).
     #[cfg(test)]
     pub(crate) fn barrier_positions(&self) -> &[u64] {
-        &self.barriers
+        &self.turns.barriers
     }
 }
 
@@ -559,16 +510,13 @@ impl RecordSource for ThreadedSource {
         self.start()?;
         let cap = buf.capacity().max(1);
         while buf.len() < cap && self.emitted < self.total {
-            let i = self.current;
-            let Some(p) = self.producers.get_mut(i).filter(|p| p.runnable()) else {
-                // Nobody can run: every thread has finished.
-                break;
-            };
+            // Nobody can run: every thread has finished.
+            let Some(i) = self.turns.current() else { break };
+            let p = &mut self.producers[i];
             if p.pos == p.records.len() {
                 if p.barrier_next {
                     p.barrier_next = false;
-                    p.waiting = true;
-                    self.end_turn();
+                    self.turns.at_barrier(self.emitted);
                     continue;
                 }
                 match p.rx.recv() {
@@ -579,25 +527,19 @@ impl RecordSource for ThreadedSource {
                         p.pos = 0;
                         p.barrier_next = batch.barrier;
                     }
-                    Err(_) => {
-                        p.done = true;
-                        self.end_turn();
-                    }
+                    Err(_) => self.turns.finished(self.emitted),
                 }
                 continue;
             }
             let left = usize::try_from(self.total - self.emitted).unwrap_or(usize::MAX);
             let n = (cap - buf.len())
                 .min(p.records.len() - p.pos)
-                .min(self.turn_left)
+                .min(self.turns.turn_left())
                 .min(left);
             buf.extend_from_slice(&p.records[p.pos..p.pos + n]);
             p.pos += n;
             self.emitted += n as u64;
-            self.turn_left -= n;
-            if self.turn_left == 0 {
-                self.end_turn();
-            }
+            self.turns.took(n, self.emitted);
         }
         if buf.is_empty() {
             self.finish()?;

@@ -3,11 +3,13 @@
 //! same random 8-byte word, so at large table sizes nearly every update misses every TLB.
 //! With `threads`, the updates are shared among software threads of the one process.
 
-use super::emit::{static_share, ThreadedSource};
+use super::emit::{static_share, MAX_THREADS};
+use super::kernel::{KernelSource, KernelThread, Next};
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
 use crate::rng::{self, Rng};
+use crate::trace::Op;
 use serde::{Deserialize, Serialize};
 
 /// The RandomAccess generator polynomial.
@@ -105,7 +107,7 @@ pub fn build(
     os: &mut dyn AddressSpaces,
     pid: u16,
     seed: u64,
-) -> Result<ThreadedSource> {
+) -> Result<KernelSource<Updater>> {
     let base = os.mmap(
         pid,
         cfg.table_bytes,
@@ -122,30 +124,66 @@ pub fn build(
     let first = Rng::new(seed, rng::stream::WORKLOAD).next_u64() | 1;
     let mask = cfg.table_bytes / 8 - 1;
     let updates = cfg.references.div_ceil(2);
-    let threads = cfg.threads;
-    Ok(ThreadedSource::team(pid, cfg.references, threads, |t| {
-        let share = static_share(0..updates, t, threads as usize);
-        move |e| {
-            let mut ran = skip(first, share.start);
-            for _ in share {
-                ran = step(ran);
-                let addr = VirtAddr(base.0 + (ran & mask) * 8);
-                // Shift, test, xor-poly, mask, and the loop branch before the load; the xor
-                // between load and store.
-                e.instr(5);
-                e.load(addr, 8)?;
-                e.instr(1);
-                e.store(addr, 8)?;
+    let threads = cfg.threads.clamp(1, MAX_THREADS) as usize;
+    let team = (0..threads)
+        .map(|t| {
+            let share = static_share(0..updates, t, threads);
+            Updater {
+                ran: skip(first, share.start),
+                updates_left: share.end - share.start,
+                pending_store: None,
+                base: base.0,
+                mask,
             }
-            Ok(())
+        })
+        .collect();
+    Ok(KernelSource::new(pid, cfg.references, team))
+}
+
+/// One thread's share of the updates: `ran` steps through its part of the sequence, and each
+/// update is a load and then a store of the word it picks.
+pub struct Updater {
+    ran: u64,
+    updates_left: u64,
+    /// The word the last load read, which the update's store writes next.
+    pending_store: Option<u64>,
+    base: u64,
+    mask: u64,
+}
+
+impl KernelThread for Updater {
+    #[inline]
+    fn next(&mut self) -> Next {
+        if let Some(addr) = self.pending_store.take() {
+            // The xor between load and store.
+            return Next::Access {
+                vaddr: VirtAddr(addr),
+                op: Op::Store,
+                size: 8,
+                instr_delta: 1,
+            };
         }
-    }))
+        if self.updates_left == 0 {
+            return Next::Done;
+        }
+        self.updates_left -= 1;
+        self.ran = step(self.ran);
+        let addr = self.base + (self.ran & self.mask) * 8;
+        self.pending_store = Some(addr);
+        // Shift, test, xor-poly, mask, and the loop branch before the load.
+        Next::Access {
+            vaddr: VirtAddr(addr),
+            op: Op::Load,
+            size: 8,
+            instr_delta: 5,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Op, Record};
+    use crate::trace::Record;
     use crate::workload::emit::TURN;
     use crate::workload::testutil::{self, max_lead, per_core};
 

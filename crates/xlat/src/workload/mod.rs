@@ -16,6 +16,7 @@ pub mod graph;
 mod gups;
 mod hashtable;
 mod index;
+pub mod kernel;
 mod kmer;
 mod kvstore;
 mod lines;
@@ -26,6 +27,7 @@ mod stream;
 mod sysbench;
 #[cfg(test)]
 mod testutil;
+mod turns;
 mod xsbench;
 
 pub use btree::BtreeConfig;

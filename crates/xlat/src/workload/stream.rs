@@ -1,11 +1,14 @@
 //! STREAM triad: `a[i] = b[i] + q * c[i]` over three arrays of 8-byte doubles, repeated.
 //! Sequential: one TLB miss per page per array, the opposite corner from GUPS.
 
-use super::emit::{static_share, ThreadedSource};
+use super::emit::{static_share, MAX_THREADS};
+use super::kernel::{KernelSource, KernelThread, Next};
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
+use crate::trace::Op;
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,7 +59,11 @@ impl StreamConfig {
 /// Map the three arrays and start the triad. With `threads`, each thread runs the triad over
 /// its own contiguous chunk of the arrays (OpenMP's static schedule), and the threads meet at a
 /// barrier after every pass, as at the end of STREAM's parallel loop.
-pub fn build(cfg: &StreamConfig, os: &mut dyn AddressSpaces, pid: u16) -> Result<ThreadedSource> {
+pub fn build(
+    cfg: &StreamConfig,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+) -> Result<KernelSource<Triad>> {
     let mut arrays = [VirtAddr(0); 3];
     for a in &mut arrays {
         *a = os.mmap(
@@ -74,27 +81,61 @@ pub fn build(cfg: &StreamConfig, os: &mut dyn AddressSpaces, pid: u16) -> Result
     }
     let [a, b, c] = arrays;
     let elements = cfg.array_bytes / 8;
-    let threads = cfg.threads;
-    Ok(ThreadedSource::team(pid, cfg.references, threads, |t| {
-        let chunk = static_share(0..elements, t, threads as usize);
-        move |e| {
-            // More threads than elements: this one has nothing to do.
-            if chunk.is_empty() {
-                return Ok(());
+    let threads = cfg.threads.clamp(1, MAX_THREADS) as usize;
+    let team = (0..threads)
+        .map(|t| {
+            let chunk = static_share(0..elements, t, threads);
+            Triad {
+                arrays: [b.0, c.0, a.0],
+                i: chunk.start,
+                chunk,
+                part: 0,
             }
-            loop {
-                for i in chunk.clone() {
-                    // load b[i]; load c[i]; fma; store a[i]; index increment, compare, branch.
-                    e.instr(2);
-                    e.load(VirtAddr(b.0 + i * 8), 8)?;
-                    e.load(VirtAddr(c.0 + i * 8), 8)?;
-                    e.instr(1);
-                    e.store(VirtAddr(a.0 + i * 8), 8)?;
-                }
-                e.barrier()?;
-            }
+        })
+        .collect();
+    Ok(KernelSource::new(pid, cfg.references, team))
+}
+
+/// One thread's triad over its chunk of the arrays, pass after pass.
+pub struct Triad {
+    /// b, c and a: the order in which an iteration touches them.
+    arrays: [u64; 3],
+    chunk: Range<u64>,
+    /// The element, and which of its three accesses comes next.
+    i: u64,
+    part: usize,
+}
+
+impl KernelThread for Triad {
+    #[inline]
+    fn next(&mut self) -> Next {
+        // More threads than elements: this one has nothing to do.
+        if self.chunk.is_empty() {
+            return Next::Done;
         }
-    }))
+        if self.i == self.chunk.end {
+            // The end of a pass: the threads meet, then start the next one.
+            self.i = self.chunk.start;
+            return Next::Barrier;
+        }
+        let part = self.part;
+        let vaddr = VirtAddr(self.arrays[part] + self.i * 8);
+        // load b[i]; load c[i]; fma; store a[i] — with the index increment, compare and
+        // branch before the first load.
+        let (op, instr_delta) = [(Op::Load, 2), (Op::Load, 0), (Op::Store, 1)][part];
+        if part == 2 {
+            self.part = 0;
+            self.i += 1;
+        } else {
+            self.part += 1;
+        }
+        Next::Access {
+            vaddr,
+            op,
+            size: 8,
+            instr_delta,
+        }
+    }
 }
 
 #[cfg(test)]
