@@ -114,11 +114,12 @@ impl<V: Copy + Default> SetAssoc<V> {
         let base = set * self.ways;
         match self.policy {
             Replacement::Lru => {
+                // The first way with the smallest stamp.
                 let ages = &self.age[base..base + self.ways];
-                let mut best = 0;
+                let (mut best, mut oldest) = (0, ages[0]);
                 for (w, &a) in ages.iter().enumerate().skip(1) {
-                    if a < ages[best] {
-                        best = w;
+                    if a < oldest {
+                        (best, oldest) = (w, a);
                     }
                 }
                 base + best

@@ -197,10 +197,12 @@ impl TlbLevel {
 
     /// Install a translation in the arrays that hold its size; if none does, splinter it into
     /// the 4 KiB page containing `va` (how a 4K-only TLB caches a piece of a huge page).
+    /// Called only right after [`TlbLevel::lookup`] of `va` missed here, so the entry is known
+    /// to be absent and the arrays skip their search.
     pub fn fill(&mut self, va: VirtAddr, asid: u16, pfn: Pfn, size: PageSize) {
         if self.arrays.iter().any(|(_, t)| t.holds(size)) {
             for (_, t) in self.arrays.iter_mut().filter(|(_, t)| t.holds(size)) {
-                t.insert(va, asid, pfn, size);
+                t.insert_absent(va, asid, pfn, size);
             }
         } else {
             let piece = Pfn(pfn.0 + ((va.0 & size.mask()) >> 12));
@@ -209,7 +211,7 @@ impl TlbLevel {
                 .iter_mut()
                 .filter(|(_, t)| t.holds(PageSize::Size4K))
             {
-                t.insert(va, asid, piece, PageSize::Size4K);
+                t.insert_absent(va, asid, piece, PageSize::Size4K);
             }
         }
     }

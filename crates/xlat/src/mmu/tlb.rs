@@ -81,6 +81,13 @@ impl Tlb {
         self.array.insert(set, tag(v, size, asid), pfn);
     }
 
+    /// [`Tlb::insert`] of a translation a lookup just missed: no search for it first.
+    pub fn insert_absent(&mut self, va: VirtAddr, asid: u16, pfn: Pfn, size: PageSize) {
+        let v = va.0 >> size.shift();
+        let set = self.array.set_of(v);
+        self.array.insert_absent(set, tag(v, size, asid), pfn);
+    }
+
     /// Invalidate the translation of the `size` page at `vpn` (INVLPG).
     pub fn invalidate_page(&mut self, vpn: Vpn, size: PageSize, asid: u16) -> bool {
         let v = vpn.0 >> size.order();

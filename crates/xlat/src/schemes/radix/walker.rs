@@ -109,9 +109,10 @@ impl RadixWalker {
                 .get_mut((level as usize).wrapping_sub(2))
                 .and_then(Option::as_mut)
             {
+                // Every level below the deepest PWC hit was looked up and missed above.
                 let p = prefix(va, level);
                 let set = pwc.set_of(p);
-                pwc.insert(set, pwc_tag(p, asid), table);
+                pwc.insert_absent(set, pwc_tag(p, asid), table);
             }
             level -= 1;
         }
