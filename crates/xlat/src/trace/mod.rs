@@ -84,6 +84,22 @@ pub trait RecordSource {
     fn len_hint(&self) -> Option<u64> {
         None
     }
+
+    /// Where the region of interest (the measured kernel, after the program's set-up) begins
+    /// in this source's stream. A trace, or a workload without set-up, is all region of
+    /// interest.
+    fn roi(&self) -> Roi {
+        Roi::At(0)
+    }
+}
+
+/// Where a source's region of interest begins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Roi {
+    /// At this record of the stream (0: the whole stream).
+    At(u64),
+    /// Not among the records read so far: the program is still in its set-up.
+    NotYet,
 }
 
 /// A trace file format.

@@ -22,7 +22,7 @@
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
-use crate::trace::{Op, Record, RecordSource};
+use crate::trace::{Op, Record, RecordSource, Roi};
 use std::any::Any;
 use std::ops::Range;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -47,10 +47,12 @@ pub struct Stop;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecId(u64);
 
-/// What a producer sends: records, and whether its thread then waits at a barrier.
+/// What a producer sends: records, whether its thread then waits at a barrier, and which of
+/// the records (if any) is the first of the region of interest.
 struct Batch {
     records: Vec<Record>,
     barrier: bool,
+    roi: Option<usize>,
 }
 
 /// Data a team's thread 0 computed and handed to every thread at a barrier.
@@ -70,6 +72,10 @@ pub struct Emitter {
     pending_instr: u32,
     emitted: u64,
     budget: u64,
+    /// [`Emitter::roi`] was called: the next record is the first of the region of interest.
+    roi_next: bool,
+    /// Where in `batch` the region of interest begins.
+    batch_roi: Option<usize>,
 }
 
 impl Emitter {
@@ -91,6 +97,10 @@ impl Emitter {
             return Err(Stop);
         }
         let id = self.emitted;
+        if self.roi_next {
+            self.roi_next = false;
+            self.batch_roi = Some(self.batch.len());
+        }
         let dep = dep.map_or(0, |d| (id - d.0).min(u32::MAX as u64) as u32);
         self.batch.push(Record {
             vaddr,
@@ -139,6 +149,14 @@ impl Emitter {
         on: RecId,
     ) -> std::result::Result<RecId, Stop> {
         self.emit(va, Op::Store, size, Some(on))
+    }
+
+    /// The program's set-up is done: its region of interest (what a run measures, after
+    /// fast-forwarding through the set-up) begins with the next record this thread emits.
+    /// A source built with [`ThreadedSource::marks_roi`] must call this; in a team, the
+    /// first thread to get there starts the region for all.
+    pub fn roi(&mut self) {
+        self.roi_next = true;
     }
 
     /// Records emitted so far (by this thread).
@@ -213,7 +231,14 @@ impl Emitter {
             Err(_) => Vec::with_capacity(BATCH),
         };
         let records = std::mem::replace(&mut self.batch, next);
-        self.tx.send(Batch { records, barrier }).map_err(|_| Stop)
+        let roi = self.batch_roi.take();
+        self.tx
+            .send(Batch {
+                records,
+                barrier,
+                roi,
+            })
+            .map_err(|_| Stop)
     }
 }
 
@@ -353,6 +378,8 @@ struct Producer {
     pos: usize,
     /// After `records`, the thread waits at a barrier.
     barrier_next: bool,
+    /// The region of interest begins at this record of `records`.
+    roi_at: Option<usize>,
     worker: Option<JoinHandle<Outcome>>,
 }
 
@@ -367,6 +394,7 @@ pub struct ThreadedSource {
     turns: Turns,
     emitted: u64,
     total: u64,
+    roi: Roi,
 }
 
 impl ThreadedSource {
@@ -409,7 +437,15 @@ impl ThreadedSource {
             turns: Turns::new(threads),
             emitted: 0,
             total: budget,
+            roi: Roi::At(0),
         }
+    }
+
+    /// The algorithm marks where its set-up ends ([`Emitter::roi`]); until it does, the
+    /// records are set-up.
+    pub fn marks_roi(mut self) -> ThreadedSource {
+        self.roi = Roi::NotYet;
+        self
     }
 
     fn start(&mut self) -> Result<()> {
@@ -432,6 +468,8 @@ impl ThreadedSource {
                 pending_instr: 0,
                 emitted: 0,
                 budget: self.total,
+                roi_next: false,
+                batch_roi: None,
             };
             let leave = Leave(team.clone());
             let worker = std::thread::Builder::new()
@@ -453,6 +491,7 @@ impl ThreadedSource {
                 records: Vec::new(),
                 pos: 0,
                 barrier_next: false,
+                roi_at: None,
                 worker: Some(worker),
             });
         }
@@ -526,6 +565,7 @@ impl RecordSource for ThreadedSource {
                         let _ = p.spare_tx.try_send(used);
                         p.pos = 0;
                         p.barrier_next = batch.barrier;
+                        p.roi_at = batch.roi;
                     }
                     Err(_) => self.turns.finished(self.emitted),
                 }
@@ -537,6 +577,12 @@ impl RecordSource for ThreadedSource {
                 .min(self.turns.turn_left())
                 .min(left);
             buf.extend_from_slice(&p.records[p.pos..p.pos + n]);
+            if let Some(at) = p.roi_at.filter(|&at| at < p.pos + n) {
+                p.roi_at = None;
+                if self.roi == Roi::NotYet {
+                    self.roi = Roi::At(self.emitted + (at - p.pos) as u64);
+                }
+            }
             p.pos += n;
             self.emitted += n as u64;
             self.turns.took(n, self.emitted);
@@ -549,6 +595,10 @@ impl RecordSource for ThreadedSource {
 
     fn len_hint(&self) -> Option<u64> {
         Some(self.total)
+    }
+
+    fn roi(&self) -> Roi {
+        self.roi
     }
 }
 
@@ -705,6 +755,91 @@ mod tests {
         }));
         std::thread::sleep(std::time::Duration::from_millis(20));
         assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[test]
+    fn the_region_of_interest_begins_at_the_record_after_the_mark() {
+        // Set-up of 5000 stores (more than a batch), then the kernel.
+        let make = |marks: bool| {
+            let s = ThreadedSource::spawn(0, 8000, |e| {
+                for i in 0..5000u64 {
+                    e.store(VirtAddr(i * 8), 8)?;
+                }
+                e.roi();
+                e.instr(3);
+                e.barrier()?;
+                loop {
+                    e.load(VirtAddr(1 << 30), 8)?;
+                }
+            });
+            if marks {
+                s.marks_roi()
+            } else {
+                s
+            }
+        };
+        for cap in [1, 999, 4096] {
+            let mut s = make(true);
+            assert_eq!(s.roi(), Roi::NotYet);
+            let mut buf = Vec::with_capacity(cap);
+            let mut all = Vec::new();
+            loop {
+                s.fill(&mut buf).unwrap();
+                if buf.is_empty() {
+                    break;
+                }
+                all.extend_from_slice(&buf);
+                // Known exactly when the first record of the region has been read.
+                let read_it = all.len() > 5000;
+                assert_eq!(s.roi() != Roi::NotYet, read_it, "cap {cap}");
+            }
+            assert_eq!(s.roi(), Roi::At(5000));
+            assert_eq!(all[5000].op, Op::Load);
+            assert_eq!(all[5000].instr_delta, 3);
+        }
+        // A source that does not mark it is all region of interest.
+        assert_eq!(make(false).roi(), Roi::At(0));
+    }
+
+    #[test]
+    fn in_a_team_the_first_thread_to_mark_starts_the_region() {
+        let mut s = ThreadedSource::team(0, 20_000, 3, |t| {
+            move |e: &mut Emitter| {
+                // Thread t has 300 * (t + 1) records of set-up.
+                for i in 0..300 * (t as u64 + 1) {
+                    e.store(VirtAddr(i * 8), 8)?;
+                }
+                e.roi();
+                loop {
+                    e.load(VirtAddr(1 << 30), 8)?;
+                }
+            }
+        })
+        .marks_roi();
+        let recs = drain_all(&mut s);
+        let Roi::At(at) = s.roi() else {
+            panic!("no region of interest")
+        };
+        // Thread 0's set-up ends first: 256 records in its first turn, 44 in its second,
+        // after a turn each of threads 1 and 2.
+        assert_eq!(at, 256 * 3 + 44);
+        assert_eq!(
+            (recs[at as usize].core, recs[at as usize].op),
+            (0, Op::Load)
+        );
+        assert!(recs[..at as usize].iter().all(|r| r.op == Op::Store));
+    }
+
+    fn drain_all(s: &mut ThreadedSource) -> Vec<Record> {
+        let mut all = Vec::new();
+        let mut buf = Vec::with_capacity(1000);
+        loop {
+            s.fill(&mut buf).unwrap();
+            if buf.is_empty() {
+                return all;
+            }
+            all.extend_from_slice(&buf);
+        }
     }
 
     #[test]
