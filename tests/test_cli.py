@@ -252,3 +252,16 @@ def test_bench_generators_reports_rates(run_cli) -> None:
     results = json.loads(_ok(run_cli("bench", "--generators", "--refs", "100000", "--json")))
     assert [r["workload"] for r in results] == ["gups", "stream"]
     assert all(r["references"] == 100_000 and r["refs_per_second"] > 0 for r in results)
+
+
+def test_fast_forward_is_reported_and_bad_values_are_usage_errors(run_cli) -> None:
+    out = _ok(run_cli("run", *TINY_GUPS_ARGS, "--fast-forward", "2k", "--no-progress"))
+    line = next(x for x in out.splitlines() if "fast-forwarded" in x)
+    assert int(line.split()[1].replace(",", "")) >= 2000
+    stats = json.loads(_ok(run_cli("run", *TINY_GUPS_ARGS, "--fast-forward", "2k", "--json")))
+    assert stats["fast_forward"]["instructions"] == stats["summary"]["fast_forwarded_instructions"]
+    assert stats["fast_forward"]["reached_roi"] is False
+    # GUPS has no set-up: by default nothing is skipped and the summary says nothing.
+    assert "fast-forwarded" not in _ok(run_cli("run", *TINY_GUPS_ARGS, "--no-progress"))
+    err = _usage_error(run_cli("run", *TINY_GUPS_ARGS, "--fast-forward", "soon"))
+    assert "fast-forward" in err

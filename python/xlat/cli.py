@@ -62,6 +62,22 @@ _COUNT = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*([kK
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
 
 
+def parse_fast_forward(text: str) -> str:
+    """Parse ``--fast-forward``: ``roi`` or a count of instructions (``0`` = off).
+
+    Raises:
+        argparse.ArgumentTypeError: if ``text`` is neither.
+    """
+    if text == "roi" or text == "0":
+        return text
+    try:
+        return str(parse_count(text))
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"invalid fast-forward {text!r}: roi, 0, or a number of instructions such as 50M"
+        ) from None
+
+
 def parse_count(text: str) -> int:
     """Parse a positive count such as ``5000000``, ``5_000_000``, ``5e6``, ``5M``, ``200k``.
 
@@ -146,6 +162,8 @@ def _overrides(args: argparse.Namespace) -> list[str]:
         # later --set workload.threads=... wins).
         if _workload_name(args, result) in _threaded_workloads():
             result.append(f"workload.threads={args.cores}")
+    if getattr(args, "fast_forward", None) is not None:
+        result.append(f"sim.fast_forward={args.fast_forward}")
     if getattr(args, "verify", False):
         result.append("sim.verify=true")
     for entry in getattr(args, "set", None) or []:
@@ -632,6 +650,14 @@ def _add_system_options(p: argparse.ArgumentParser, *, multi: bool, trace: bool)
         metavar="N",
         help="cores of the system (= --set sim.cores=N); a workload's threads or a mix's "
         "members run one per core",
+    )
+    p.add_argument(
+        "--fast-forward",
+        type=parse_fast_forward,
+        metavar="roi|N",
+        help="run functionally, without timing, to the workload's region of interest (roi, "
+        "the default) or through N instructions first (a trace's skip count); 0: simulate "
+        "everything in detail (= --set sim.fast_forward=...)",
     )
 
 

@@ -79,7 +79,8 @@ def format_summary(stats: Mapping[str, Any], title: str | None = None) -> str:
     Returns:
         Several lines (no trailing newline): IPC, instructions, cycles, L1/L2 TLB MPKI, page
         walks, average walk latency, walk references by the level that served them (count and
-        share), page faults and DRAM row-buffer hit rate.
+        share), page faults, DRAM row-buffer hit rate, and the instructions fast-forwarded
+        before the measurement (when there were any).
     """
     s = _summary_of(stats)
     scheme = str(stats.get("scheme", "?"))
@@ -111,6 +112,16 @@ def format_summary(stats: Mapping[str, Any], title: str | None = None) -> str:
 
     lines.append(_line("page faults", _fmt_int(s.get("faults"))))
     lines.append(_line("DRAM row-buffer hits", _fmt_pct(_number(s.get("dram_row_hit_rate")))))
+    skipped = _number(s.get("fast_forwarded_instructions"))
+    if skipped:
+        reached = stats.get("fast_forward", {}).get("reached_roi")
+        lines.append(
+            _line(
+                "fast-forwarded",
+                _fmt_int(skipped),
+                "instructions, to the region of interest" if reached else "instructions",
+            )
+        )
     return "\n".join(lines)
 
 

@@ -18,6 +18,9 @@ const REFS: u64 = 20_000;
 const ADDED_SINCE_RECORDED: &[&str] = &[
     // Engine v2: the multi-core system's core count and cross-core shootdowns.
     "system.",
+    // Fast-forward to the region of interest (off here: the recorded runs are all detail).
+    "fast_forward.",
+    "summary.fast_forwarded_instructions=",
 ];
 
 fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
@@ -54,6 +57,8 @@ fn run_hash(scheme: &str, workload: &str) -> u64 {
         "workload.populate=false".to_string(),
         "os.physmem.bytes=4294967296".to_string(),
         "seed=7".to_string(),
+        // Recorded before fast-forwarding existed: every record in detail.
+        "sim.fast_forward=0".to_string(),
     ];
     let cfg = xlat::SimConfig::load(scheme, &ov).unwrap_or_else(|e| panic!("{scheme}: {e}"));
     let stats = xlat::Simulation::new(cfg)

@@ -44,6 +44,18 @@ impl WalkerEntry {
     }
 }
 
+/// How the hierarchy simulates an access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timing {
+    /// Caches and DRAM with their latencies: the measured run.
+    Detailed,
+    /// Fast-forward: the caches take in the lines accessed, nothing takes time, DRAM is not
+    /// visited (its banks' timing must not run ahead of the detailed run that follows).
+    WarmCaches,
+    /// Fast-forward without the caches: an access does nothing.
+    Untouched,
+}
+
 /// The cache hierarchy and DRAM of a system: each core's private L1D and L2, the shared LLC
 /// and DRAM. Accesses go through the private caches of the core [`Hierarchy::set_core`] last
 /// selected (the system selects the core it steps), so the MMU and walkers of every scheme
@@ -54,6 +66,7 @@ pub struct Hierarchy {
     llc: Cache,
     pub dram: Dram,
     core: usize,
+    timing: Timing,
 }
 
 impl Hierarchy {
@@ -70,7 +83,15 @@ impl Hierarchy {
             llc: Cache::new(&cfg.llc),
             dram: Dram::new(dram, core_ghz),
             core: 0,
+            timing: Timing::Detailed,
         }
+    }
+
+    /// Simulate the following accesses as `timing` says (fast-forward, then detail). Every
+    /// access of every scheme goes through here, so this one switch makes walks, in-memory
+    /// TLB probes and data accesses alike functional.
+    pub fn set_timing(&mut self, timing: Timing) {
+        self.timing = timing;
     }
 
     /// Send the following accesses through the private caches of `core`.
@@ -90,6 +111,9 @@ impl Hierarchy {
         now: u64,
         entry: Level,
     ) -> (u64, Level) {
+        if self.timing != Timing::Detailed {
+            return self.access_untimed(addr, kind, write, entry);
+        }
         let line = addr.line();
         let mut latency = 0;
         let [l1d, l2] = &mut self.private[self.core];
@@ -113,6 +137,29 @@ impl Hierarchy {
         };
         latency += self.dram.access(addr, now + latency, requester);
         (latency, Level::Dram)
+    }
+
+    /// An access while fast-forwarding: the caches take the line in as they would (when
+    /// warmed at all), at no cost.
+    #[cold]
+    fn access_untimed(
+        &mut self,
+        addr: PhysAddr,
+        kind: MemKind,
+        write: bool,
+        entry: Level,
+    ) -> (u64, Level) {
+        if self.timing == Timing::WarmCaches {
+            let line = addr.line();
+            let [l1d, l2] = &mut self.private[self.core];
+            let caches = [l1d, l2, &mut self.llc];
+            for (level, cache) in caches.into_iter().enumerate().skip(entry as usize) {
+                if cache.access(line, kind, write) {
+                    return (0, Level::ALL[level]);
+                }
+            }
+        }
+        (0, Level::Dram)
     }
 
     /// The cache of `level` of `core` (the LLC is the same for every core).

@@ -6,5 +6,5 @@ pub mod hierarchy;
 pub mod kind;
 pub mod physmem;
 
-pub use hierarchy::{Hierarchy, Level};
+pub use hierarchy::{Hierarchy, Level, Timing};
 pub use kind::MemKind;

@@ -38,7 +38,25 @@ pub struct SimConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunConfig {
-    /// Instructions simulated before all statistics are reset (structures stay warm).
+    /// How far to run functionally before simulating in detail: the OS faults and allocates,
+    /// page tables are built, TLBs and page-walk caches (and with `fast_forward_caches` the
+    /// caches) are kept warm, but nothing takes time and nothing is counted. `"roi"`: to the
+    /// workload's region of interest (a trace, or a workload without set-up, starts there);
+    /// a number: that many instructions; `0`: not at all.
+    #[serde(default)]
+    pub fast_forward: FastForward,
+    /// Fast-forwarding also fills the caches with the data and page-table lines it touches.
+    /// Without it fast-forwarding is several times quicker, and the detailed warm-up
+    /// (`warmup_instructions`) has to fill the caches.
+    #[serde(default = "yes")]
+    pub fast_forward_caches: bool,
+    /// The fast-forward's last this many records are replayed through the TLBs, page-walk
+    /// caches (and caches) to warm them; the ones before only have their pages mapped. A
+    /// million records touch far more pages and lines than any of those structures holds.
+    #[serde(default = "default_warm_records")]
+    pub fast_forward_warm_records: u64,
+    /// Instructions simulated in detail before all statistics are reset (structures stay
+    /// warm), after any fast-forward.
     pub warmup_instructions: u64,
     /// Record a time-series sample every this many instructions (0 = off).
     pub epoch_instructions: u64,
@@ -57,6 +75,52 @@ pub struct RunConfig {
 
 fn one_core() -> u32 {
     1
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_warm_records() -> u64 {
+    1_000_000
+}
+
+/// `sim.fast_forward`: to the region of interest, or a number of instructions (0 = off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FastForward {
+    #[default]
+    Roi,
+    Instructions(u64),
+}
+
+impl Serialize for FastForward {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            FastForward::Roi => s.serialize_str("roi"),
+            FastForward::Instructions(n) => s.serialize_u64(*n),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FastForward {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Given {
+            Count(u64),
+            Name(String),
+        }
+        let expected = "\"roi\" or a number of instructions (0 = off)";
+        match Given::deserialize(d)
+            .map_err(|_| serde::de::Error::custom(format!("expected {expected}")))?
+        {
+            Given::Count(n) => Ok(FastForward::Instructions(n)),
+            Given::Name(name) if name == "roi" => Ok(FastForward::Roi),
+            Given::Name(name) => Err(serde::de::Error::custom(format!(
+                "expected {expected}, got \"{name}\""
+            ))),
+        }
+    }
 }
 
 /// Most cores a system may have (a record names its core in 8 bits).

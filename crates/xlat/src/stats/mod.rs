@@ -28,6 +28,7 @@ pub struct Stats {
     /// Each core's own stats (multi-core systems only; the subtrees above are totals).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cores: Vec<PerCoreSnapshot>,
+    pub fast_forward: FastForwardSnapshot,
     pub verify: VerifySnapshot,
     pub epochs: Vec<EpochSample>,
 }
@@ -53,6 +54,8 @@ pub struct Summary {
     pub walk_refs_llc: u64,
     pub walk_refs_dram: u64,
     pub faults: u64,
+    /// Instructions run functionally before the measurement (`sim.fast_forward`).
+    pub fast_forwarded_instructions: u64,
     pub dram_row_hit_rate: f64,
 }
 
@@ -78,6 +81,18 @@ pub struct CachesSnapshot {
     pub l1d: CacheSnapshot,
     pub l2: CacheSnapshot,
     pub llc: CacheSnapshot,
+}
+
+/// The `fast_forward` subtree: what ran functionally before the measurement.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct FastForwardSnapshot {
+    pub records: u64,
+    pub instructions: u64,
+    /// The last of those records, replayed through the TLBs, page-walk caches and caches.
+    pub warmed_records: u64,
+    /// The fast-forward ended at the workload's region of interest (not at an instruction
+    /// count, nor at the end of the records).
+    pub reached_roi: bool,
 }
 
 /// The `system` subtree.

@@ -8,6 +8,8 @@
 //! core), which is deterministic and keeps the cores' clocks close, so their accesses
 //! interleave in the shared caches and DRAM as they would in time.
 
+mod fast_forward;
+
 use super::SimConfig;
 use crate::addr::{PageSize, Vpn};
 use crate::core::Core;
@@ -19,8 +21,8 @@ use crate::pt::store::PtStore;
 use crate::pt::PtContext;
 use crate::schemes::{BuildCtx, Scheme, TableOf};
 use crate::stats::{
-    CachesSnapshot, CoreSnapshot, EpochSample, PerCoreSnapshot, PrivateCachesSnapshot, Stats,
-    Summary, SystemSnapshot, VerifySnapshot, WalkSnapshot,
+    CachesSnapshot, CoreSnapshot, EpochSample, FastForwardSnapshot, PerCoreSnapshot,
+    PrivateCachesSnapshot, Stats, Summary, SystemSnapshot, VerifySnapshot, WalkSnapshot,
 };
 use crate::trace::{Op, Record, RecordSource};
 use std::collections::VecDeque;
@@ -86,6 +88,14 @@ pub struct System<S: Scheme> {
     epochs: Vec<EpochSample>,
     verified: u64,
     ipi: IpiCounters,
+    /// What the run skipped functionally before the detailed simulation.
+    skipped: FastForwardSnapshot,
+    /// Running functionally: shootdowns reach the TLBs but cost nothing.
+    fast_forwarding: bool,
+    /// The fast-forward's clock: each record starts when the one before it was translated
+    /// (in order, every access free), so whatever a translation fills with a ready time —
+    /// walkers, the range TLB — is ready for the records after it.
+    ff_clock: u64,
 }
 
 /// The OS as the MMU reads it.
@@ -162,6 +172,9 @@ impl<S: Scheme> System<S> {
             epochs: Vec::new(),
             verified: 0,
             ipi: IpiCounters::default(),
+            skipped: FastForwardSnapshot::default(),
+            fast_forwarding: false,
+            ff_clock: 0,
             cfg,
         })
     }
@@ -245,11 +258,13 @@ impl<S: Scheme> System<S> {
                 unit.mmu.shootdown(pid, pages);
             } else if unit.has_run(pid) {
                 unit.mmu.shootdown(pid, pages);
-                unit.core.interrupt(cost);
+                if !self.fast_forwarding {
+                    unit.core.interrupt(cost);
+                }
                 remote += 1;
             }
         }
-        if remote == 0 {
+        if remote == 0 || self.fast_forwarding {
             return 0;
         }
         self.ipi.shootdowns += 1;
@@ -278,6 +293,11 @@ impl<S: Scheme> System<S> {
 
     fn end_warmup(&mut self) {
         self.warm = true;
+        self.reset_measurement();
+    }
+
+    /// Start counting from here: the structures keep their contents, the counters restart.
+    fn reset_measurement(&mut self) {
         for unit in &mut self.cores {
             unit.base_instructions = unit.core.instructions();
             unit.base_cycles = unit.core.cycles();
@@ -374,10 +394,11 @@ impl<S: Scheme> System<S> {
         &mut self,
         progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
     ) -> Result<Stats> {
+        let first = self.fast_forward(progress)?;
         if self.cores.len() == 1 {
-            self.run_one_core(progress)?;
+            self.run_one_core(first, progress)?;
         } else {
-            self.run_cores(progress)?;
+            self.run_cores(first, progress)?;
         }
         Ok(self.stats())
     }
@@ -385,15 +406,17 @@ impl<S: Scheme> System<S> {
     /// One core: every record in source order, no queues.
     fn run_one_core(
         &mut self,
+        mut buf: Vec<Record>,
         progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
     ) -> Result<()> {
         let total = self.source.len_hint();
-        let mut buf = Vec::with_capacity(BATCH);
-        let mut done = 0u64;
+        let mut done = self.skipped.records;
         'outer: loop {
-            self.source.fill(&mut buf)?;
             if buf.is_empty() {
-                break;
+                self.source.fill(&mut buf)?;
+                if buf.is_empty() {
+                    break;
+                }
             }
             for rec in &buf {
                 self.step_on(0, rec)?;
@@ -402,6 +425,7 @@ impl<S: Scheme> System<S> {
                     break 'outer;
                 }
             }
+            buf.clear();
             progress(done, total)?;
         }
         progress(done, total)
@@ -411,12 +435,16 @@ impl<S: Scheme> System<S> {
     /// among those with records steps next.
     fn run_cores(
         &mut self,
+        first: Vec<Record>,
         progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
     ) -> Result<()> {
         let total = self.source.len_hint();
         let n = self.cores.len();
         let mut buf = Vec::with_capacity(BATCH);
-        let (mut done, mut queued, mut exhausted) = (0u64, 0usize, false);
+        let (mut done, mut queued, mut exhausted) = (self.skipped.records, first.len(), false);
+        for rec in first {
+            self.cores[rec.core as usize % n].queue.push_back(rec);
+        }
         loop {
             // Keep every core supplied, so that the core whose turn it is has its records.
             while !exhausted && queued < MAX_QUEUED && self.cores.iter().any(|u| u.queue.is_empty())
@@ -492,6 +520,7 @@ impl<S: Scheme> System<S> {
             walk_refs_llc: walk_refs.by_level[2],
             walk_refs_dram: walk_refs.by_level[3],
             faults: self.os.stats.faults.minor,
+            fast_forwarded_instructions: self.skipped.instructions,
             dram_row_hit_rate: self.mem.dram.row_hit_rate(),
         };
         let per_core = if self.cores.len() == 1 {
@@ -546,6 +575,7 @@ impl<S: Scheme> System<S> {
                 shootdown_ipi_cycles: self.ipi.cycles,
             },
             cores: per_core,
+            fast_forward: self.skipped,
             verify: VerifySnapshot {
                 enabled: self.cfg.sim.verify,
                 translations_checked: self.verified,

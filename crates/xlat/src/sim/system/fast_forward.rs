@@ -1,0 +1,148 @@
+//! Fast-forward: the records before the measurement (a program's set-up, or a trace's first
+//! instructions) run functionally, in two parts.
+//!
+//! - **Skipping.** Each record only has its page mapped if the program touches it first: the
+//!   OS faults and allocates, page tables grow as in a detailed run. Nothing is looked up or
+//!   timed, so this goes at the speed of the OS model.
+//! - **Warming.** The last `sim.fast_forward_warm_records` skipped records are then replayed,
+//!   in order, through the MMUs (TLBs, page-walk caches, the scheme's own structures) and, with
+//!   `sim.fast_forward_caches`, the caches, with the hierarchy taking no time
+//!   ([`Timing::WarmCaches`]). Replaying is possible because the page tables are final by then;
+//!   a record whose page was unmapped after it ran is passed over. Structures hold far fewer
+//!   entries than a window of a million records touches, so they end as a detailed warm-up over
+//!   the same records would leave them — exactly, when the window covers the whole
+//!   fast-forward and the set-up took no faults (tested).
+//!
+//! The replay runs on a clock of its own that advances by each translation's latency, so what
+//! a translation fills with a ready time (walkers, the range TLB) is ready for the records after
+//! it, and the detailed run starts at that clock.
+
+use super::System;
+use crate::addr::PageSize;
+use crate::error::Result;
+use crate::mem::{Level, MemKind, Timing};
+use crate::mmu::Outcome;
+use crate::schemes::Scheme;
+use crate::sim::FastForward;
+use crate::trace::{Op, Record, Roi};
+use std::collections::VecDeque;
+
+impl<S: Scheme> System<S> {
+    /// Run functionally as far as `sim.fast_forward` says: to the source's region of interest,
+    /// or a number of instructions. Returns the records of the last batch read, which the
+    /// detailed simulation starts with.
+    pub(super) fn fast_forward(
+        &mut self,
+        progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
+    ) -> Result<Vec<Record>> {
+        let mut buf = Vec::with_capacity(super::BATCH);
+        let budget = match self.cfg.sim.fast_forward {
+            FastForward::Instructions(0) => return Ok(buf),
+            FastForward::Instructions(n) => Some(n),
+            FastForward::Roi if self.source.roi() == Roi::At(0) => return Ok(buf),
+            FastForward::Roi => None,
+        };
+        self.fast_forwarding = true;
+        let window = usize::try_from(self.cfg.sim.fast_forward_warm_records).unwrap_or(usize::MAX);
+        let mut recent = VecDeque::with_capacity(window.min(1 << 20));
+        let total = self.source.len_hint();
+        loop {
+            self.source.fill(&mut buf)?;
+            if buf.is_empty() {
+                break;
+            }
+            let mut stop = buf.len();
+            if budget.is_none() {
+                if let Roi::At(at) = self.source.roi() {
+                    stop = at.saturating_sub(self.skipped.records).min(stop as u64) as usize;
+                }
+            }
+            for (i, rec) in buf[..stop].iter().enumerate() {
+                if budget.is_some_and(|n| self.skipped.instructions >= n) {
+                    stop = i;
+                    break;
+                }
+                self.skip(rec)?;
+                if window > 0 {
+                    if recent.len() == window {
+                        recent.pop_front();
+                    }
+                    recent.push_back(*rec);
+                }
+            }
+            progress(self.skipped.records, total)?;
+            if stop < buf.len() {
+                buf.drain(..stop);
+                self.skipped.reached_roi = budget.is_none();
+                break;
+            }
+        }
+        self.warm_up(recent)?;
+        self.fast_forwarding = false;
+        // The detailed run goes on from the cycle the warming reached.
+        for unit in &mut self.cores {
+            unit.core.refetch_from(self.ff_clock);
+        }
+        self.reset_measurement();
+        Ok(buf)
+    }
+
+    /// Skip one record: the OS maps its page if this is the first touch, nothing else.
+    fn skip(&mut self, rec: &Record) -> Result<()> {
+        let c = rec.core as usize % self.cores.len();
+        let unit = &mut self.cores[c];
+        if !unit.has_run(rec.pid) {
+            unit.ran.push(rec.pid);
+        }
+        if self.os.truth(rec.pid, rec.vaddr).is_none() {
+            self.os.fault(rec.pid, rec.vaddr)?;
+            for (owner, vpn) in self.os.take_shootdowns() {
+                self.shoot_down(c, owner, &[(vpn, PageSize::Size4K)]);
+            }
+        }
+        self.skipped.records += 1;
+        self.skipped.instructions += u64::from(rec.instr_delta) + 1;
+        Ok(())
+    }
+
+    /// Replay `recent` through the MMUs (and the caches) at no cost.
+    fn warm_up(&mut self, recent: VecDeque<Record>) -> Result<()> {
+        self.mem.set_timing(if self.cfg.sim.fast_forward_caches {
+            Timing::WarmCaches
+        } else {
+            Timing::Untouched
+        });
+        for rec in &recent {
+            self.warm(rec)?;
+        }
+        self.skipped.warmed_records = recent.len() as u64;
+        self.mem.set_timing(Timing::Detailed);
+        Ok(())
+    }
+
+    /// One record through its core's MMU and the caches, at the warming clock.
+    fn warm(&mut self, rec: &Record) -> Result<()> {
+        let c = rec.core as usize % self.cores.len();
+        self.mem.set_core(c);
+        let now = self.ff_clock;
+        let t = match self.cores[c].mmu.translate(
+            rec.vaddr,
+            rec.pid,
+            rec.op,
+            now,
+            &self.os,
+            &mut self.mem,
+        )? {
+            Outcome::Done(t) => t,
+            // Unmapped after it ran: nothing to warm.
+            Outcome::Fault(_) => return Ok(()),
+        };
+        if self.cfg.sim.verify {
+            self.verify(rec, t.paddr)?;
+        }
+        self.mem
+            .access(t.paddr, MemKind::DATA, rec.op == Op::Store, 0, Level::L1d);
+        self.ff_clock = now + t.latency + 1;
+        Ok(())
+    }
+}
