@@ -242,6 +242,15 @@ impl Emitter {
     }
 }
 
+/// Records a merged stream of `budget` may hold in all: the budget counts from the region of
+/// interest, and while the set-up lasts there is no limit.
+fn limit(roi: Roi, budget: u64) -> u64 {
+    match roi {
+        Roi::At(start) => start.saturating_add(budget),
+        Roi::NotYet => u64::MAX,
+    }
+}
+
 /// Thread `thread`'s part of the loop iterations `range` when `threads` threads share it as
 /// OpenMP's static schedule does (libgomp): one contiguous chunk each, in thread order, the first
 /// `len % threads` threads taking one iteration more.
@@ -442,7 +451,8 @@ impl ThreadedSource {
     }
 
     /// The algorithm marks where its set-up ends ([`Emitter::roi`]); until it does, the
-    /// records are set-up.
+    /// records are set-up. The budget then counts the records of the region of interest:
+    /// `references` means the measured kernel's references, whatever the set-up took.
     pub fn marks_roi(mut self) -> ThreadedSource {
         self.roi = Roi::NotYet;
         self
@@ -467,7 +477,12 @@ impl ThreadedSource {
                 team: team.clone(),
                 pending_instr: 0,
                 emitted: 0,
-                budget: self.total,
+                // The merged stream enforces a budget that starts at the region of interest.
+                budget: if self.roi == Roi::NotYet {
+                    u64::MAX
+                } else {
+                    self.total
+                },
                 roi_next: false,
                 batch_roi: None,
             };
@@ -499,9 +514,14 @@ impl ThreadedSource {
         Ok(())
     }
 
+    /// Records the merged stream may hold in all.
+    fn limit(&self) -> u64 {
+        limit(self.roi, self.total)
+    }
+
     /// The run ended: the budget is spent, or every thread has finished.
     fn finish(&mut self) -> Result<()> {
-        if self.emitted >= self.total {
+        if self.emitted >= self.limit() {
             // The threads may still be running (one blocked on its channel, others at a
             // barrier): hang up on them so they stop, without waiting for them.
             self.producers.clear();
@@ -530,7 +550,11 @@ impl ThreadedSource {
                 "the workload stopped after {} of {} references: a structure it \
                  preallocated (e.g. the node pool for updates) ran out; lower \
                  workload.references or workload.update_ratio",
-                self.emitted, self.total
+                match self.roi {
+                    Roi::At(start) => self.emitted.saturating_sub(start),
+                    Roi::NotYet => 0,
+                },
+                self.total
             )));
         }
         Ok(())
@@ -548,7 +572,7 @@ impl RecordSource for ThreadedSource {
         buf.clear();
         self.start()?;
         let cap = buf.capacity().max(1);
-        while buf.len() < cap && self.emitted < self.total {
+        while buf.len() < cap && self.emitted < self.limit() {
             // Nobody can run: every thread has finished.
             let Some(i) = self.turns.current() else { break };
             let p = &mut self.producers[i];
@@ -571,16 +595,24 @@ impl RecordSource for ThreadedSource {
                 }
                 continue;
             }
-            let left = usize::try_from(self.total - self.emitted).unwrap_or(usize::MAX);
+            let left =
+                usize::try_from(limit(self.roi, self.total) - self.emitted).unwrap_or(usize::MAX);
             let n = (cap - buf.len())
                 .min(p.records.len() - p.pos)
                 .min(self.turns.turn_left())
                 .min(left);
             buf.extend_from_slice(&p.records[p.pos..p.pos + n]);
+            let mut n = n;
             if let Some(at) = p.roi_at.filter(|&at| at < p.pos + n) {
                 p.roi_at = None;
                 if self.roi == Roi::NotYet {
-                    self.roi = Roi::At(self.emitted + (at - p.pos) as u64);
+                    let start = self.emitted + (at - p.pos) as u64;
+                    self.roi = Roi::At(start);
+                    // A budget smaller than the rest of this copy ends the stream inside it.
+                    let over =
+                        (self.emitted + n as u64).saturating_sub(limit(self.roi, self.total));
+                    buf.truncate(buf.len() - over as usize);
+                    n -= over as usize;
                 }
             }
             p.pos += n;
@@ -593,8 +625,12 @@ impl RecordSource for ThreadedSource {
         Ok(())
     }
 
+    /// Unknown while the set-up lasts (its length is the program's business).
     fn len_hint(&self) -> Option<u64> {
-        Some(self.total)
+        match self.roi {
+            Roi::At(start) => Some(start + self.total),
+            Roi::NotYet => None,
+        }
     }
 
     fn roi(&self) -> Roi {
@@ -796,7 +832,23 @@ mod tests {
             assert_eq!(s.roi(), Roi::At(5000));
             assert_eq!(all[5000].op, Op::Load);
             assert_eq!(all[5000].instr_delta, 3);
+            // The budget is the region's: the set-up comes on top.
+            assert_eq!(all.len(), 5000 + 8000, "cap {cap}");
+            assert_eq!(s.len_hint(), Some(13_000));
         }
+        // A budget that ends inside the batch the region starts in.
+        let tiny = ThreadedSource::spawn(0, 3, |e| {
+            for i in 0..5000u64 {
+                e.store(VirtAddr(i * 8), 8)?;
+            }
+            e.roi();
+            loop {
+                e.load(VirtAddr(1 << 30), 8)?;
+            }
+        });
+        let mut tiny = tiny.marks_roi();
+        assert_eq!(tiny.len_hint(), None);
+        assert_eq!(drain_all(&mut tiny).len(), 5003);
         // A source that does not mark it is all region of interest.
         assert_eq!(make(false).roi(), Roi::At(0));
     }
