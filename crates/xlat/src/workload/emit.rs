@@ -74,6 +74,8 @@ pub struct Emitter {
     budget: u64,
     /// [`Emitter::roi`] was called: the next record is the first of the region of interest.
     roi_next: bool,
+    /// [`Emitter::roi`] has been called before: later marks are ignored.
+    roi_marked: bool,
     /// Where in `batch` the region of interest begins.
     batch_roi: Option<usize>,
 }
@@ -155,8 +157,16 @@ impl Emitter {
     /// fast-forwarding through the set-up) begins with the next record this thread emits.
     /// A source built with [`ThreadedSource::marks_roi`] must call this; in a team, the
     /// first thread to get there starts the region for all.
+    ///
+    /// Only a thread's first mark counts. A kernel that redoes its initialisation on every
+    /// restart (a graph search resetting its per-vertex state) marks after it each time and
+    /// the region begins after the first; without this, a second mark landing in the same
+    /// batch as the first would move the region's start to it.
     pub fn roi(&mut self) {
-        self.roi_next = true;
+        if !self.roi_marked {
+            self.roi_marked = true;
+            self.roi_next = true;
+        }
     }
 
     /// Records emitted so far (by this thread).
@@ -484,6 +494,7 @@ impl ThreadedSource {
                     self.total
                 },
                 roi_next: false,
+                roi_marked: false,
                 batch_roi: None,
             };
             let leave = Leave(team.clone());
@@ -851,6 +862,25 @@ mod tests {
         assert_eq!(drain_all(&mut tiny).len(), 5003);
         // A source that does not mark it is all region of interest.
         assert_eq!(make(false).roi(), Roi::At(0));
+    }
+
+    #[test]
+    fn only_a_threads_first_mark_counts() {
+        // A kernel that marks after its initialisation on every run, runs far shorter than a
+        // batch: the region begins after the first run's initialisation.
+        let mut s = ThreadedSource::spawn(0, 1000, |e| loop {
+            for i in 0..10u64 {
+                e.store(VirtAddr(i * 8), 8)?;
+            }
+            e.roi();
+            for _ in 0..5 {
+                e.load(VirtAddr(1 << 30), 8)?;
+            }
+        })
+        .marks_roi();
+        let recs = drain_all(&mut s);
+        assert_eq!(s.roi(), Roi::At(10));
+        assert_eq!(recs[10].op, Op::Load);
     }
 
     #[test]

@@ -66,6 +66,7 @@ impl BcConfig {
                 centrality(e, g, &p, &roots)?;
             },
         )
+        .map(ThreadedSource::marks_roi)
     }
 }
 
@@ -85,6 +86,10 @@ pub(crate) fn centrality(e: &mut Emitter, g: &Graph, p: &Props, roots: &[u32]) -
         e.instr(2);
         p.bc.store(e, v, None)?;
     }
+    // GraphBIG zeroes the scores when it loads the graph and between runs, outside its timer;
+    // each root's reset of depths, path counts and dependencies is inside it (Brandes' algorithm
+    // needs it). So the first run's zeroing is set-up (later runs' marks are ignored).
+    e.roi();
     let mut pass = Pass {
         depth: vec![UNVISITED; n],
         sigma: vec![0.0; n],
@@ -270,5 +275,30 @@ mod tests {
             );
         }
         assert!(bc[3] > bc[0] && bc[8] == 0.0);
+    }
+
+    #[test]
+    fn the_region_of_interest_begins_at_the_first_roots_pass() {
+        use crate::trace::{Op, Roi};
+        use crate::workload::WorkloadConfig;
+        let c = BcConfig {
+            scale: 8,
+            edge_factor: 4,
+            references: 20_000,
+            sources: 2,
+            ..Default::default()
+        };
+        let (recs, roi, _, p) = run_with_roi(
+            &WorkloadConfig::Bc(c.clone()),
+            &c.keys(),
+            false,
+            Props::alloc,
+        );
+        // Set-up: every score zeroed.
+        assert_eq!(roi, Roi::At(256));
+        assert_initialise(&recs[..256], &[&p.bc]);
+        // The first root's pass starts with its reset of the per-root state, which Brandes'
+        // algorithm needs for every root: part of the region.
+        assert_eq!(accesses(&recs[256..257], &p.depth), [(Op::Store, 0)]);
     }
 }

@@ -291,6 +291,35 @@ pub(crate) fn field(a: &Array, i: u64, offset: u64) -> VirtAddr {
     VirtAddr(a.at(i).0 + offset)
 }
 
+/// The graph's simulated arrays: `offsets`, `neighbours` and (weighted kernels) `weights`.
+type GraphArrays = (Array, Array, Option<Array>);
+
+/// Allocate the graph's arrays, then the kernel's properties (`props`), in process `pid`. One
+/// routine for runs and tests, so a test that allocates again in a fresh OS finds the arrays
+/// where the run put them.
+fn alloc<P>(
+    source: &GraphSource,
+    populate: bool,
+    weighted: bool,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    props: impl FnOnce(&mut Setup) -> Result<P>,
+) -> Result<(GraphArrays, P)> {
+    let vertices = source.vertices();
+    let entries = source.max_entries();
+    let mut heap = SimHeap::new(pid, MapKind::Anon, populate);
+    let offsets = heap.array(os, vertices + 1, 8)?;
+    let neighbours = heap.array(os, entries, 4)?;
+    let weights = if weighted {
+        Some(heap.array(os, entries, 4)?)
+    } else {
+        None
+    };
+    let mut setup = Setup { heap, os, vertices };
+    let props = props(&mut setup)?;
+    Ok(((offsets, neighbours, weights), props))
+}
+
 /// Allocate the graph's arrays and the kernel's properties (`props`) in process `pid`, then start
 /// the producer threads (`keys.threads` of them): thread 0 builds the graph from `source`, the
 /// team shares it, and every thread runs `kernel` on it until the `references` budget is spent.
@@ -310,18 +339,8 @@ where
     P: Clone + Send + 'static,
     K: Fn(&mut Emitter, &Graph, P, &mut Rng) -> Emit<()> + Send + Sync + 'static,
 {
-    let vertices = source.vertices();
-    let entries = source.max_entries();
-    let mut heap = SimHeap::new(pid, MapKind::Anon, keys.populate);
-    let offsets = heap.array(os, vertices + 1, 8)?;
-    let neighbours = heap.array(os, entries, 4)?;
-    let weights = if weighted {
-        Some(heap.array(os, entries, 4)?)
-    } else {
-        None
-    };
-    let mut setup = Setup { heap, os, vertices };
-    let props = props(&mut setup)?;
+    let ((offsets, neighbours, weights), props) =
+        alloc(&source, keys.populate, weighted, os, pid, props)?;
     let mut seeds = Rng::new(seed, rng::stream::WORKLOAD);
     let graph_seed = seeds.next_u64();
     let salt = seeds.next_u64();
@@ -353,7 +372,7 @@ pub(crate) mod testutil {
     //! Running kernels on tiny graphs and inspecting what they emitted.
 
     use super::*;
-    use crate::trace::{Op, Record, RecordSource};
+    use crate::trace::{Op, Record, RecordSource, Roi};
     use std::collections::hash_map::DefaultHasher;
     use std::hash::{Hash, Hasher};
     use std::sync::mpsc;
@@ -479,6 +498,37 @@ pub(crate) mod testutil {
             src.barrier_positions().to_vec(),
             rx.recv().unwrap(),
         )
+    }
+
+    /// Build the kernel `cfg` (whose graph keys are `keys`) as a run does and drain it: its
+    /// records, where its region of interest begins, the graph's arrays and the kernel's
+    /// property arrays (allocated again in a fresh OS, where they land where the run put them).
+    pub fn run_with_roi<P>(
+        cfg: &crate::workload::WorkloadConfig,
+        keys: &GraphKeys,
+        weighted: bool,
+        props: impl FnOnce(&mut Setup) -> Result<P>,
+    ) -> (Vec<Record>, Roi, GraphArrays, P) {
+        let (mut run, mut fresh) = (os(), os());
+        let mut src = crate::workload::build(cfg, &mut run, 7).unwrap();
+        let records = drain(src.as_mut());
+        let pid = fresh.spawn().unwrap();
+        let source = GraphSource::kronecker(keys);
+        let (arrays, p) = alloc(&source, keys.populate, weighted, &mut fresh, pid, props).unwrap();
+        (records, src.roi(), arrays, p)
+    }
+
+    /// `records` (a run's set-up) are exactly one store to every element of each of `arrays`,
+    /// in any order (a team's threads interleave them).
+    pub fn assert_initialise(records: &[Record], arrays: &[&Array]) {
+        assert!(records.iter().all(|r| r.op == Op::Store && r.dep == 0));
+        for a in arrays {
+            let mut elems: Vec<u64> = accesses(records, a).into_iter().map(|(_, i)| i).collect();
+            elems.sort_unstable();
+            assert_eq!(elems, (0..a.len).collect::<Vec<_>>());
+        }
+        let stores: u64 = arrays.iter().map(|a| a.len).sum();
+        assert_eq!(records.len() as u64, stores);
     }
 
     /// Every record's fields but its core, sorted: what a team did regardless of which thread
