@@ -49,3 +49,13 @@ def test_reproduction_at_tiny_scale(reproduction_id: str, tmp_path: Path) -> Non
         reproduction_id, scale="tiny", out=tmp_path, jobs=2, progress=False
     )
     assert again.comparison.equals(table)
+
+
+@pytest.mark.parametrize("scale", experiments.SCALES)
+@pytest.mark.parametrize("reproduction_id", IDS)
+def test_every_run_config_resolves_at_every_scale(
+    reproduction_id: str, scale: str, tmp_path: Path
+) -> None:
+    # Resolving only (no simulation): a scale whose configs cannot start fails here, with the
+    # key, instead of an hour into a user's run.
+    assert experiments.check_configs(reproduction_id, scale, tmp_path) > 0
