@@ -49,8 +49,9 @@ impl WalkerEntry {
 pub enum Timing {
     /// Caches and DRAM with their latencies: the measured run.
     Detailed,
-    /// Fast-forward: the caches take in the lines accessed, nothing takes time, DRAM is not
-    /// visited (its banks' timing must not run ahead of the detailed run that follows).
+    /// Fast-forward: the caches take in the lines accessed and report their latencies (the
+    /// warming clock advances by them), DRAM is not visited (its banks' timing must not run
+    /// ahead of the detailed run that follows).
     WarmCaches,
     /// Fast-forward without the caches: an access does nothing.
     Untouched,
@@ -111,8 +112,8 @@ impl Hierarchy {
         now: u64,
         entry: Level,
     ) -> (u64, Level) {
-        if self.timing != Timing::Detailed {
-            return self.access_untimed(addr, kind, write, entry);
+        if self.timing == Timing::Untouched {
+            return (0, Level::Dram);
         }
         let line = addr.line();
         let mut latency = 0;
@@ -130,6 +131,10 @@ impl Hierarchy {
                 return (latency, Level::ALL[level]);
             }
         }
+        if self.timing == Timing::WarmCaches {
+            // Fast-forward: DRAM's banks must not run ahead of the detailed run's clock.
+            return (latency, Level::Dram);
+        }
         let requester = if kind.is_translation() {
             Requester::Translation
         } else {
@@ -137,29 +142,6 @@ impl Hierarchy {
         };
         latency += self.dram.access(addr, now + latency, requester);
         (latency, Level::Dram)
-    }
-
-    /// An access while fast-forwarding: the caches take the line in as they would (when
-    /// warmed at all), at no cost.
-    #[cold]
-    fn access_untimed(
-        &mut self,
-        addr: PhysAddr,
-        kind: MemKind,
-        write: bool,
-        entry: Level,
-    ) -> (u64, Level) {
-        if self.timing == Timing::WarmCaches {
-            let line = addr.line();
-            let [l1d, l2] = &mut self.private[self.core];
-            let caches = [l1d, l2, &mut self.llc];
-            for (level, cache) in caches.into_iter().enumerate().skip(entry as usize) {
-                if cache.access(line, kind, write) {
-                    return (0, Level::ALL[level]);
-                }
-            }
-        }
-        (0, Level::Dram)
     }
 
     /// The cache of `level` of `core` (the LLC is the same for every core).

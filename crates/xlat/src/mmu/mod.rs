@@ -326,7 +326,8 @@ impl<S: MmuScheme> Mmu<S> {
     }
 
     /// Translate `va` of process `pid` for an access of kind `op` issued at cycle `now`.
-    #[inline]
+    /// Inlined into the reference loop even though fast-forwarding calls it too.
+    #[inline(always)]
     pub fn translate<P: PageTables<Table = S::Table>>(
         &mut self,
         va: VirtAddr,
