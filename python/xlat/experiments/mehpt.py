@@ -550,7 +550,8 @@ def _analyse_fig11_14(df: pd.DataFrame) -> Analysis:
 
 def _fig11_14_direction(df: pd.DataFrame, values: Mapping[str, float]) -> bool:
     """No THP: GUPS and SysBench have the largest 4 KiB ways; about half the entries move."""
-    nothp = _ok(df).query("label == 'ME-HPT'")
+    ok = _ok(df)
+    nothp = ok[ok["label"] == "ME-HPT"]
     largest_way = hpt(nothp, "4k", "way_bytes").map(lambda w: max(w) if w else 0)
     largest_way.index = nothp["workload"]
     return _largest_lead(largest_way) and ascending(0.4, values["fig13_moved_fraction_avg"], 0.6)
@@ -713,7 +714,7 @@ _memory_reproduction(
     "average (paper: -92%; 64 MB -> 1 MB for GUPS and SysBench)",
     direction_check=lambda df, v: ascending(0.5, v["fig8_reduction_avg"]),
     # Holds at quick scale (-95%); the tiny test asserts this mark instead of a tolerance, as
-    # a tolerance wide enough for tiny's -14% would no longer say "far below".
+    # a tolerance wide enough for tiny's -14% would no longer say "halves".
     direction_not_shown={
         "tiny": "only GUPS and SysBench grow their 4 KiB tables past the initial 8 KiB way, "
         "which is also one ME-HPT chunk, so the other applications show no reduction"
