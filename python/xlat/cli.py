@@ -546,6 +546,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         outcomes.append(outcome)
         _print(f"{rep.id}: {rep.paper} {rep.figure}: {rep.title}")
         _print(_format_comparison_table(outcome.comparison))
+        _print(f"  {outcome.direction}")
         _print(f"  -> {outcome.report}\n")
     if len(outcomes) > 1:
         import pandas as pd
@@ -556,7 +557,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             figures += [(f"{rep.id}: {caption}", fig) for caption, fig in o.analysis.figures]
             tables.append(
                 (
-                    f"{rep.id} ({rep.paper} {rep.figure}): ours vs the paper. {rep.notes}",
+                    f"{rep.id} ({rep.paper} {rep.figure}): ours vs the paper; "
+                    f"{o.direction}. {rep.notes}",
                     o.comparison,
                 )
             )

@@ -8,6 +8,7 @@ sources)::
     [r.id for r in experiments.reproductions()]
     outcome = experiments.reproduce("utopia-fig5", scale="quick")
     print(outcome.comparison)          # quantity | ours | paper | ratio | source
+    print(outcome.direction)           # direction: <the paper's claim> — holds / does not hold
 """
 
 from .registry import (
@@ -16,6 +17,7 @@ from .registry import (
     Outcome,
     Reproduction,
     System,
+    ascending,
     check_configs,
     get,
     published,
@@ -30,6 +32,7 @@ __all__ = [
     "Outcome",
     "Reproduction",
     "System",
+    "ascending",
     "check_configs",
     "get",
     "published",

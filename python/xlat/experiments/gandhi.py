@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import plots
-from .registry import Analysis, Reproduction, System, register
+from .registry import Analysis, Reproduction, System, ascending, register
 
 #: Native page-size configurations (Gandhi §VIII: big-memory workloads request their page size
 #: explicitly) and the ideal the overheads are measured against.
@@ -56,6 +56,22 @@ def _analyse(df: pd.DataFrame) -> Analysis:
     )
 
 
+#: How far the 1 GiB overhead may sit above the 2 MiB one and still count as "no worse". Once
+#: 2 MiB pages have brought the overhead near zero (bfs, kvstore) 1 GiB pages have nothing
+#: left to remove, and which physical frames the data lands in moves the cycles by a few
+#: thousandths (kvstore at tiny scale: 1.7% vs 1.5%).
+SAME_OVERHEAD = 0.005
+
+
+def _falls_with_page_size(df: pd.DataFrame, values: dict[str, float]) -> bool:
+    """On every workload: 1G <= 2M (within SAME_OVERHEAD) < 4K."""
+    return all(
+        ascending(values[f"overhead_1G_{w}"], values[f"overhead_2M_{w}"], slack=SAME_OVERHEAD)
+        and ascending(values[f"overhead_2M_{w}"], values[f"overhead_4K_{w}"], strict=True)
+        for w in df["workload"].unique()
+    )
+
+
 register(
     Reproduction(
         id="gandhi-fig11",
@@ -66,6 +82,9 @@ register(
         workloads=WORKLOADS,
         references={"tiny": 30_000, "quick": 10_000_000, "full": 200_000_000},
         analyse=_analyse,
+        direction="Translation overhead falls with page size on every workload: 1 GiB <= 2 MiB "
+        "< 4 KiB (paper, graph500: 3% < 6% < 28%)",
+        direction_check=_falls_with_page_size,
         notes="The paper measures a Sandy Bridge machine (Table VI) running 60-75 GB datasets; "
         "we simulate baseline-radix (Utopia Table 1) on smaller inputs, and take T_ideal from a "
         "perfect-TLB run rather than by subtracting walk cycles. The 1G system maps every large "

@@ -7,6 +7,12 @@ quantities the paper states. Running one is: write the systems as config files, 
 from :file:`published.toml`, and an HTML page with both and the reproduction's notes on
 expected differences.
 
+Ratios alone do not say whether a reproduction agrees with its paper: our footprints are far
+smaller, so most sizes differ by design. Each reproduction therefore also states its paper's
+headline **direction** (which design wins, roughly by how much) with a check of whether our
+run shows it; the verdict is printed under the table. Where our model cannot show the
+direction at some scale, the reproduction says so and why (``direction_not_shown``).
+
 Scales: ``tiny`` (a few seconds; what the tests run), ``quick`` (minutes on a laptop: the
 README's main job), ``full`` (closer to the papers' sizes; hours).
 """
@@ -39,6 +45,7 @@ __all__ = [
     "Outcome",
     "Reproduction",
     "System",
+    "ascending",
     "get",
     "published",
     "register",
@@ -101,8 +108,18 @@ class Reproduction:
     analyse: Callable[[pd.DataFrame], Analysis]
     notes: str
     """Why our numbers may differ from the paper's (shown beside the table)."""
+    direction: str
+    """The paper's headline result as one short claim: which way it goes and roughly by how
+    much, e.g. "1 GiB pages <= 2 MiB pages < 4 KiB pages in translation overhead"."""
+    direction_check: Callable[[pd.DataFrame, Mapping[str, float]], bool]
+    """Whether a run shows ``direction``, from the frame ``analyse`` took and the values it
+    returned (usually written with :func:`ascending`)."""
     overrides: Mapping[str, Any] = field(default_factory=dict)
     """Applied to every run (e.g. ``sim.epoch_instructions``)."""
+    direction_not_shown: Mapping[str, str] = field(default_factory=dict)
+    """Scale -> why our model does not show ``direction`` at that scale (e.g. footprints far
+    below the paper's). The reason is printed with the verdict, so a reader sees that the
+    verdict is expected rather than a regression."""
 
 
 @dataclass
@@ -116,6 +133,10 @@ class Outcome:
     figures: list[Path]
     report: Path
     analysis: Analysis
+    direction_holds: bool
+    """Whether this run shows the reproduction's direction."""
+    direction: str
+    """The verdict as printed: "direction: <claim> — holds / does not hold (<reason>)"."""
 
 
 _REGISTRY: dict[str, Reproduction] = {}
@@ -161,6 +182,26 @@ def published(reproduction_id: str | None = None) -> pd.DataFrame:
     if reproduction_id is not None:
         frame = frame[frame["reproduction"] == reproduction_id].reset_index(drop=True)
     return frame
+
+
+def ascending(*values: float, strict: bool = False, slack: float = 0.0) -> bool:
+    """Whether ``values`` rise from left to right: each at most the next plus ``slack`` (with
+    ``strict``, each below the next). Directions are orderings ("ME-HPT < ECPT", "0.4 <= moved <=
+    0.6", "1 <= every speed-up"), so every check is made of these. A NaN (a quantity the run
+    could not compute) is never in order: the check then fails instead of passing unnoticed."""
+    pairs = list(zip(values, values[1:]))
+    if strict:
+        return all(a < b for a, b in pairs)
+    return all(a <= b + slack for a, b in pairs)
+
+
+def _direction_verdict(rep: Reproduction, scale: str, holds: bool) -> str:
+    """The line printed under the comparison table."""
+    verdict = "holds" if holds else "does not hold"
+    reason = rep.direction_not_shown.get(scale)
+    if reason:
+        verdict += f" (marked not shown at {scale} scale: {reason})"
+    return f"direction: {rep.direction} — {verdict}"
 
 
 def comparison(reproduction_id: str, ours: Mapping[str, float]) -> pd.DataFrame:
@@ -257,7 +298,8 @@ def reproduce(
     """Run one reproduction and write its figures, comparison table and HTML page.
 
     Output in ``out/<id>/``: ``sweep/`` (every run, resumable), ``fig<N>.png``,
-    ``comparison.csv`` and ``comparison.md`` (ours | paper | ratio), ``report.html``.
+    ``comparison.csv`` and ``comparison.md`` (ours | paper | ratio; the markdown ends with the
+    direction's verdict), ``report.html``.
     """
     rep = get(reproduction_id)
     base = Path(out) / rep.id
@@ -281,9 +323,11 @@ def reproduce(
     df["label"] = df["system"].map(lambda s: Path(s).stem)
     df["workload"] = _workload_keys(df, workloads)
     analysis = rep.analyse(df)
+    holds = bool(rep.direction_check(df, analysis.values))
+    verdict = _direction_verdict(rep, scale, holds)
     table = comparison(rep.id, analysis.values)
     write_atomic(base / "comparison.csv", table.to_csv(index=False))
-    write_atomic(base / "comparison.md", _markdown(table))
+    write_atomic(base / "comparison.md", _markdown(table) + f"\n{verdict}\n")
     write_atomic(base / "values.json", json.dumps(analysis.values, indent=2, sort_keys=True))
     figures = []
     for n, (_caption, fig) in enumerate(analysis.figures, 1):
@@ -293,6 +337,6 @@ def reproduce(
         base / "report.html",
         title=f"{rep.paper} {rep.figure}: {rep.title} (scale: {scale})",
         figures=analysis.figures,
-        tables=[(f"Ours vs the paper. {rep.notes}", table), *analysis.tables],
+        tables=[(f"Ours vs the paper; {verdict}. {rep.notes}", table), *analysis.tables],
     )
-    return Outcome(rep, base, df, table, figures, report, analysis)
+    return Outcome(rep, base, df, table, figures, report, analysis, holds, verdict)
