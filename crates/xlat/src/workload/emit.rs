@@ -913,15 +913,7 @@ mod tests {
     }
 
     fn drain_all(s: &mut ThreadedSource) -> Vec<Record> {
-        let mut all = Vec::new();
-        let mut buf = Vec::with_capacity(1000);
-        loop {
-            s.fill(&mut buf).unwrap();
-            if buf.is_empty() {
-                return all;
-            }
-            all.extend_from_slice(&buf);
-        }
+        crate::workload::testutil::drain(s, 1000)
     }
 
     #[test]
