@@ -4,7 +4,7 @@
 //! where the barriers are.)
 
 use std::collections::{BTreeMap, BTreeSet};
-use xlat::trace::{Op, Record};
+use xlat::trace::{Op, Record, Roi};
 
 /// The five multi-threaded workloads at small sizes (4 threads unless overridden).
 const WORKLOADS: &[(&str, &[&str])] = &[
@@ -52,6 +52,11 @@ fn run(cfg: &xlat::SimConfig) -> (Vec<Record>, Vec<(u64, u64)>) {
         }
         all.extend_from_slice(&buf);
     }
+    // The kernel's records: a workload's set-up comes before its region of interest.
+    let Roi::At(start) = source.roi() else {
+        panic!("{}: no region of interest", cfg.workload.name())
+    };
+    all.drain(..start as usize);
     let vmas = os
         .vmas(0)
         .unwrap()
