@@ -9,6 +9,10 @@
 //! switches to the next member that still has records. Members that run out leave the rotation;
 //! the mix ends when all have, or after `references` records in total.
 //!
+//! The mix's region of interest begins once every member has reached its own (a member without
+//! set-up is there from its first record), and `references` counts from there: members that
+//! set up their data (the graph kernels) are fast-forwarded through it together.
+//!
 //! Member `i`'s records carry core `i`: on a multi-core system each member runs on its own core
 //! (the engine routes a record to core `core % cores`); on one core they all share core 0 as
 //! before. Members are single-threaded: a member's `threads` must be 1.
@@ -17,7 +21,7 @@ use super::WorkloadConfig;
 use crate::error::{Error, Result};
 use crate::os::AddressSpaces;
 use crate::rng::{self, Rng};
-use crate::trace::{Record, RecordSource};
+use crate::trace::{Record, RecordSource, Roi};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -127,14 +131,23 @@ pub fn build(cfg: &MixConfig, os: &mut dyn AddressSpaces, seed: u64) -> Result<M
             without_populate(m)?
         };
         let pid = os.spawn()?;
+        let source = super::build_into(&m, os, pid, member_seed(seed, i))?;
         members.push(Member {
-            source: super::build_into(&m, os, pid, member_seed(seed, i))?,
+            // A source without set-up says so before it is read.
+            in_roi: source.roi() == Roi::At(0),
+            source,
             pid,
             buf: Vec::with_capacity(MEMBER_BATCH),
             pos: 0,
+            taken: 0,
             done: false,
         });
     }
+    let roi = if members.iter().all(|m| m.in_roi) {
+        Roi::At(0)
+    } else {
+        Roi::NotYet
+    };
     Ok(Mix {
         members,
         current: 0,
@@ -143,6 +156,7 @@ pub fn build(cfg: &MixConfig, os: &mut dyn AddressSpaces, seed: u64) -> Result<M
         quantum: cfg.quantum,
         emitted: 0,
         budget: cfg.references,
+        roi,
     })
 }
 
@@ -156,6 +170,10 @@ struct Member {
     pid: u16,
     buf: Vec<Record>,
     pos: usize,
+    /// Records taken from the member's own stream so far.
+    taken: u64,
+    /// The member's records have reached its region of interest.
+    in_roi: bool,
     done: bool,
 }
 
@@ -169,6 +187,7 @@ pub struct Mix {
     quantum: u64,
     emitted: u64,
     budget: u64,
+    roi: Roi,
 }
 
 impl Mix {
@@ -189,23 +208,51 @@ impl Mix {
     fn live(&self) -> bool {
         self.members.iter().any(|m| !m.done)
     }
+
+    /// Records the mix may hold in all: `references` counts from its region of interest.
+    fn limit(&self) -> u64 {
+        match self.roi {
+            Roi::At(start) => start.saturating_add(self.budget),
+            Roi::NotYet => u64::MAX,
+        }
+    }
+
+    /// The region begins at the next record once every member is in its own (or has ended).
+    fn note_roi(&mut self) {
+        if self.roi == Roi::NotYet && self.members.iter().all(|m| m.in_roi || m.done) {
+            self.roi = Roi::At(self.emitted);
+        }
+    }
 }
 
 impl RecordSource for Mix {
     fn fill(&mut self, buf: &mut Vec<Record>) -> Result<()> {
         buf.clear();
         let cap = buf.capacity().max(1);
-        while buf.len() < cap && self.emitted < self.budget && self.live() {
+        while buf.len() < cap && self.emitted < self.limit() && self.live() {
             let m = &mut self.members[self.current];
             if m.pos == m.buf.len() {
                 m.source.fill(&mut m.buf)?;
                 m.pos = 0;
                 if m.buf.is_empty() {
                     m.done = true;
+                    self.note_roi();
                     self.switch();
                 }
                 continue;
             }
+            if !m.in_roi {
+                // Known by now: a source knows where its region begins once it has handed
+                // out the record there.
+                if let Roi::At(start) = m.source.roi() {
+                    m.in_roi = m.taken >= start;
+                }
+                if m.in_roi {
+                    self.note_roi();
+                }
+            }
+            let m = &mut self.members[self.current];
+            m.taken += 1;
             if !self.in_slice {
                 self.in_slice = true;
             }
@@ -226,8 +273,15 @@ impl RecordSource for Mix {
     }
 
     fn len_hint(&self) -> Option<u64> {
+        let Roi::At(start) = self.roi else {
+            return None;
+        };
         let members: Option<u64> = self.members.iter().map(|m| m.source.len_hint()).sum();
-        Some(members.map_or(self.budget, |n| n.min(self.budget)))
+        Some(members.map_or(start + self.budget, |n| n.min(start + self.budget)))
+    }
+
+    fn roi(&self) -> Roi {
+        self.roi
     }
 }
 
@@ -348,6 +402,46 @@ mod tests {
         assert_eq!(slices[1].0, 1);
         assert_eq!(slices[2].0, 2);
         assert_eq!(slices[3].0, 0);
+    }
+
+    #[test]
+    fn the_region_begins_when_every_member_is_in_its_own() {
+        // bfs at scale 8 sets up 256 stores; gups has no set-up.
+        let cfg = mix_cfg(
+            r#"
+            quantum = 100
+            references = 5000
+            [[members]]
+            name = "bfs"
+            scale = 8
+            edge_factor = 4
+            [[members]]
+            name = "gups"
+            table_bytes = 65536
+            "#,
+        );
+        let mut os = small_os();
+        let mut src = super::super::build(&WorkloadConfig::Mix(cfg), &mut os, 3).unwrap();
+        assert_eq!(src.roi(), Roi::NotYet);
+        let recs = drain(src.as_mut(), 700);
+        let Roi::At(at) = src.roi() else {
+            panic!("no region of interest")
+        };
+        let at = at as usize;
+        let bfs: Vec<&Record> = recs[..at].iter().filter(|r| r.core == 0).collect();
+        assert_eq!(bfs.len(), 256, "bfs's whole set-up comes before the region");
+        assert!(bfs.iter().all(|r| r.op == crate::trace::Op::Store));
+        assert_eq!(
+            recs[at].core, 0,
+            "the region opens with bfs's first kernel record"
+        );
+        assert!(recs[..at].iter().any(|r| r.core == 1), "gups ran meanwhile");
+        // `references` counts from the region.
+        assert_eq!(recs.len(), at + 5000);
+        // A mix of members without set-up is all region of interest.
+        let mut os = small_os();
+        let all = super::super::build(&WorkloadConfig::Mix(mix_cfg(TWO)), &mut os, 3).unwrap();
+        assert_eq!(all.roi(), Roi::At(0));
     }
 
     #[test]
