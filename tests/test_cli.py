@@ -58,7 +58,10 @@ def test_run_verify_and_out(run_cli, tmp_path: Path) -> None:
     config_text = (out / "config.toml").read_text()
     if tomllib is not None:
         assert tomllib.loads(config_text)["sim"]["verify"] is True
-    assert "IPC" in (out / "summary.txt").read_text()
+    summary = (out / "summary.txt").read_text()
+    assert "IPC" in summary
+    checked = stats["verify"]["translations_checked"]
+    assert f"verified {checked:,} translations" in " ".join(summary.split())
 
 
 def test_unknown_key_is_exit_2_without_traceback(run_cli) -> None:

@@ -106,3 +106,12 @@ def test_format_comparison() -> None:
     assert "1.000x" in table[1] and "baseline-radix" in table[1]
     assert "2.500x" in table[2] and "perfect-tlb" in table[2]
     assert format_comparison([]) == ""
+
+
+def test_verify_says_how_many_translations_it_checked() -> None:
+    stats = make_stats()
+    assert "verified" not in format_summary(stats)
+    stats["verify"] = {"enabled": True, "translations_checked": 1_234_567}
+    line = next(x for x in format_summary(stats).splitlines() if "verified" in x)
+    assert "1,234,567" in line and line.endswith("translations")
+    assert _value_column(line) == _value_column(format_summary(stats).splitlines()[3])

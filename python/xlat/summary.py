@@ -79,8 +79,9 @@ def format_summary(stats: Mapping[str, Any], title: str | None = None) -> str:
     Returns:
         Several lines (no trailing newline): IPC, instructions, cycles, L1/L2 TLB MPKI, page
         walks, average walk latency, walk references by the level that served them (count and
-        share), page faults, DRAM row-buffer hit rate, and the instructions fast-forwarded
-        before the measurement (when there were any).
+        share), page faults, DRAM row-buffer hit rate, the translations checked (with
+        ``--verify``) and the instructions fast-forwarded before the measurement (when there
+        were any).
     """
     s = _summary_of(stats)
     scheme = str(stats.get("scheme", "?"))
@@ -112,6 +113,12 @@ def format_summary(stats: Mapping[str, Any], title: str | None = None) -> str:
 
     lines.append(_line("page faults", _fmt_int(s.get("faults"))))
     lines.append(_line("DRAM row-buffer hits", _fmt_pct(_number(s.get("dram_row_hit_rate")))))
+    verify = stats.get("verify", {})
+    if verify.get("enabled"):
+        # --verify says what it did: a run that checked nothing would look the same otherwise.
+        lines.append(
+            _line("verified", _fmt_int(verify.get("translations_checked")), "translations")
+        )
     skipped = _number(s.get("fast_forwarded_instructions"))
     if skipped:
         reached = stats.get("fast_forward", {}).get("reached_roi")
