@@ -102,6 +102,17 @@ pub enum Roi {
     NotYet,
 }
 
+impl Roi {
+    /// Records a stream may hold in all when its budget of `budget` records counts from the
+    /// region of interest: no limit while the set-up lasts.
+    pub fn end_of_budget(self, budget: u64) -> u64 {
+        match self {
+            Roi::At(start) => start.saturating_add(budget),
+            Roi::NotYet => u64::MAX,
+        }
+    }
+}
+
 /// A trace file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {

@@ -252,15 +252,6 @@ impl Emitter {
     }
 }
 
-/// Records a merged stream of `budget` may hold in all: the budget counts from the region of
-/// interest, and while the set-up lasts there is no limit.
-fn limit(roi: Roi, budget: u64) -> u64 {
-    match roi {
-        Roi::At(start) => start.saturating_add(budget),
-        Roi::NotYet => u64::MAX,
-    }
-}
-
 /// Thread `thread`'s part of the loop iterations `range` when `threads` threads share it as
 /// OpenMP's static schedule does (libgomp): one contiguous chunk each, in thread order, the first
 /// `len % threads` threads taking one iteration more.
@@ -527,7 +518,7 @@ impl ThreadedSource {
 
     /// Records the merged stream may hold in all.
     fn limit(&self) -> u64 {
-        limit(self.roi, self.total)
+        self.roi.end_of_budget(self.total)
     }
 
     /// The run ended: the budget is spent, or every thread has finished.
@@ -606,8 +597,8 @@ impl RecordSource for ThreadedSource {
                 }
                 continue;
             }
-            let left =
-                usize::try_from(limit(self.roi, self.total) - self.emitted).unwrap_or(usize::MAX);
+            let left = usize::try_from(self.roi.end_of_budget(self.total) - self.emitted)
+                .unwrap_or(usize::MAX);
             let n = (cap - buf.len())
                 .min(p.records.len() - p.pos)
                 .min(self.turns.turn_left())
@@ -620,8 +611,8 @@ impl RecordSource for ThreadedSource {
                     let start = self.emitted + (at - p.pos) as u64;
                     self.roi = Roi::At(start);
                     // A budget smaller than the rest of this copy ends the stream inside it.
-                    let over =
-                        (self.emitted + n as u64).saturating_sub(limit(self.roi, self.total));
+                    let over = (self.emitted + n as u64)
+                        .saturating_sub(self.roi.end_of_budget(self.total));
                     buf.truncate(buf.len() - over as usize);
                     n -= over as usize;
                 }

@@ -211,10 +211,7 @@ impl Mix {
 
     /// Records the mix may hold in all: `references` counts from its region of interest.
     fn limit(&self) -> u64 {
-        match self.roi {
-            Roi::At(start) => start.saturating_add(self.budget),
-            Roi::NotYet => u64::MAX,
-        }
+        self.roi.end_of_budget(self.budget)
     }
 
     /// The region begins at the next record once every member is in its own (or has ended).
