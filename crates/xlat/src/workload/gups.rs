@@ -7,7 +7,7 @@ use super::emit::{static_share, MAX_THREADS};
 use super::kernel::{KernelSource, KernelThread, Next};
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
-use crate::os::{AddressSpaces, MapKind};
+use crate::os::AddressSpaces;
 use crate::rng::{self, Rng};
 use crate::trace::Op;
 use serde::{Deserialize, Serialize};
@@ -108,18 +108,7 @@ pub fn build(
     pid: u16,
     seed: u64,
 ) -> Result<KernelSource<Updater>> {
-    let base = os.mmap(
-        pid,
-        cfg.table_bytes,
-        if cfg.hugetlb_1g {
-            MapKind::Huge1G
-        } else {
-            MapKind::Anon
-        },
-    )?;
-    if cfg.populate {
-        os.populate(pid, base, cfg.table_bytes)?;
-    }
+    let base = super::map_array(os, pid, cfg.table_bytes, cfg.hugetlb_1g, cfg.populate)?;
     // HPCC starts the sequence at a fixed point; a seeded start plays that role.
     let first = Rng::new(seed, rng::stream::WORKLOAD).next_u64() | 1;
     let mask = cfg.table_bytes / 8 - 1;

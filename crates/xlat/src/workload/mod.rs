@@ -327,6 +327,27 @@ fn one_thread() -> u32 {
     1
 }
 
+/// One array of a synthetic kernel (`gups`, `stream`): `bytes` mapped in `pid`, backed by
+/// explicit 1 GiB pages with `hugetlb_1g`, and mapped up front with `populate`.
+fn map_array(
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    bytes: u64,
+    hugetlb_1g: bool,
+    populate: bool,
+) -> Result<crate::addr::VirtAddr> {
+    let kind = if hugetlb_1g {
+        crate::os::MapKind::Huge1G
+    } else {
+        crate::os::MapKind::Anon
+    };
+    let va = os.mmap(pid, bytes, kind)?;
+    if populate {
+        os.populate(pid, va, bytes)?;
+    }
+    Ok(va)
+}
+
 /// The `threads` key of the multi-threaded workloads.
 pub(crate) fn threads_in_range(key: String, threads: u32) -> Result<()> {
     if (1..=emit::MAX_THREADS).contains(&threads) {

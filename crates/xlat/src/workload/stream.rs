@@ -5,7 +5,7 @@ use super::emit::{static_share, MAX_THREADS};
 use super::kernel::{KernelSource, KernelThread, Next};
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
-use crate::os::{AddressSpaces, MapKind};
+use crate::os::AddressSpaces;
 use crate::trace::Op;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
@@ -66,18 +66,7 @@ pub fn build(
 ) -> Result<KernelSource<Triad>> {
     let mut arrays = [VirtAddr(0); 3];
     for a in &mut arrays {
-        *a = os.mmap(
-            pid,
-            cfg.array_bytes,
-            if cfg.hugetlb_1g {
-                MapKind::Huge1G
-            } else {
-                MapKind::Anon
-            },
-        )?;
-        if cfg.populate {
-            os.populate(pid, *a, cfg.array_bytes)?;
-        }
+        *a = super::map_array(os, pid, cfg.array_bytes, cfg.hugetlb_1g, cfg.populate)?;
     }
     let [a, b, c] = arrays;
     let elements = cfg.array_bytes / 8;
