@@ -4,7 +4,9 @@
 //! where the barriers are.)
 
 use std::collections::{BTreeMap, BTreeSet};
-use xlat::trace::{Op, Record, Roi};
+use xlat::trace::{Op, Record};
+
+mod common;
 
 /// The five multi-threaded workloads at small sizes (4 threads unless overridden).
 const WORKLOADS: &[(&str, &[&str])] = &[
@@ -43,20 +45,7 @@ fn config(name: &str, keys: &[&str], threads: u32, seed: u64) -> xlat::SimConfig
 fn run(cfg: &xlat::SimConfig) -> (Vec<Record>, Vec<(u64, u64)>) {
     let mut os = xlat::sim::boot_os(cfg).unwrap();
     let mut source = xlat::workload::build(&cfg.workload, os.as_mut(), cfg.seed).unwrap();
-    let mut all = Vec::new();
-    let mut buf = Vec::with_capacity(1000);
-    loop {
-        source.fill(&mut buf).unwrap();
-        if buf.is_empty() {
-            break;
-        }
-        all.extend_from_slice(&buf);
-    }
-    // The kernel's records: a workload's set-up comes before its region of interest.
-    let Roi::At(start) = source.roi() else {
-        panic!("{}: no region of interest", cfg.workload.name())
-    };
-    all.drain(..start as usize);
+    let all = common::kernel_records(source.as_mut());
     let vmas = os
         .vmas(0)
         .unwrap()

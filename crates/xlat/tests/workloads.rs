@@ -1,7 +1,9 @@
 //! Checks that hold for every built-in workload, whichever it is: the catalog is the list, so a
 //! new workload is covered the moment it is registered.
 
-use xlat::trace::{Record, Roi};
+mod common;
+
+use xlat::trace::Record;
 use xlat::Simulation;
 
 /// The L2 TLB reach of `baseline-radix` with 4 KiB pages (1536 entries x 4 KiB).
@@ -28,21 +30,7 @@ fn records(name: &str, refs: u64) -> Vec<Record> {
     let c = cfg(name, refs, &[]);
     let mut os = xlat::sim::boot_os(&c).unwrap();
     let mut source = xlat::workload::build(&c.workload, os.as_mut(), c.seed).unwrap();
-    let mut all = Vec::new();
-    let mut buf = Vec::with_capacity(1000);
-    loop {
-        source.fill(&mut buf).unwrap();
-        if buf.is_empty() {
-            break;
-        }
-        all.extend_from_slice(&buf);
-    }
-    // The kernel's records: a workload's set-up comes before its region of interest.
-    let Roi::At(start) = source.roi() else {
-        panic!("{}: no region of interest", c.workload.name())
-    };
-    all.drain(..start as usize);
-    all
+    common::kernel_records(source.as_mut())
 }
 
 #[test]
