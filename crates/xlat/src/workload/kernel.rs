@@ -43,7 +43,7 @@ impl<K: KernelThread> KernelSource<K> {
     pub fn new(pid: u16, budget: u64, threads: Vec<K>) -> KernelSource<K> {
         KernelSource {
             pid,
-            turns: Turns::new(threads.len().max(1)),
+            turns: Turns::new(threads.len()),
             threads,
             emitted: 0,
             total: budget,

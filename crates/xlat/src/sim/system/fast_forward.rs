@@ -90,10 +90,7 @@ impl<S: Scheme> System<S> {
     /// Skip one record: the OS maps its page if this is the first touch, nothing else.
     fn skip(&mut self, rec: &Record) -> Result<()> {
         let c = rec.core as usize % self.cores.len();
-        let unit = &mut self.cores[c];
-        if !unit.has_run(rec.pid) {
-            unit.ran.push(rec.pid);
-        }
+        self.cores[c].runs(rec.pid);
         if self.os.truth(rec.pid, rec.vaddr).is_none() {
             self.os.fault(rec.pid, rec.vaddr)?;
             for (owner, vpn) in self.os.take_shootdowns() {

@@ -60,6 +60,13 @@ impl<S: Scheme> CoreUnit<S> {
     fn has_run(&self, pid: u16) -> bool {
         self.ran.contains(&pid)
     }
+
+    /// This core runs `pid`: a shootdown of the process must reach it from now on.
+    fn runs(&mut self, pid: u16) {
+        if !self.has_run(pid) {
+            self.ran.push(pid);
+        }
+    }
 }
 
 /// Shootdowns that crossed cores.
@@ -465,9 +472,7 @@ impl<S: Scheme> System<S> {
             let unit = &mut self.cores[c];
             let rec = unit.queue.pop_front().expect("chosen for its records");
             // The cores a shootdown of this process must reach (one core needs no list).
-            if !unit.has_run(rec.pid) {
-                unit.ran.push(rec.pid);
-            }
+            unit.runs(rec.pid);
             queued -= 1;
             self.step_on(c, &rec)?;
             done += 1;
