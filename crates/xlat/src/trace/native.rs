@@ -47,6 +47,7 @@
 
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
+use crate::trace::compress;
 use crate::trace::{Op, Record, RecordSource};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -113,26 +114,12 @@ fn decode(c: &[u8]) -> std::result::Result<Record, u8> {
     })
 }
 
-/// Reads until `buf` is full or EOF; returns the number of bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
 /// Whether the file at `path` starts with the `.xtr` magic. Errors only if it cannot be read.
 pub fn is_xtr(path: &Path) -> Result<bool> {
     let mut f =
         File::open(path).map_err(|e| Error::file(path, format!("cannot open trace: {e}")))?;
     let mut magic = [0u8; 8];
-    let got = read_full(&mut f, &mut magic)
+    let got = compress::read_full(&mut f, &mut magic)
         .map_err(|e| Error::file(path, format!("cannot read trace: {e}")))?;
     Ok(got == magic.len() && magic == MAGIC)
 }
@@ -265,7 +252,7 @@ impl XtrReader {
         let rerr = |e: io::Error| Error::file(path, format!("cannot read trace header: {e}"));
 
         let mut h = [0u8; HEADER_BYTES];
-        let got = read_full(&mut r, &mut h).map_err(rerr)?;
+        let got = compress::read_full(&mut r, &mut h).map_err(rerr)?;
         let cmp = got.min(MAGIC.len());
         if h[..cmp] != MAGIC[..cmp] || got == 0 {
             return Err(Error::file(path, "not an xlat trace (bad magic)"));
