@@ -28,6 +28,7 @@ import math
 import os
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -450,18 +451,21 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             raise CliError(
                 f"--seeds expects integers separated by commas, got {args.seeds!r}"
             ) from None
-    result = sweep(
-        args.config,
-        parse_grid(args.grid),
-        args.workload,
-        seeds,
-        out=args.out,
-        overrides=_overrides(args),
-        backend=args.backend,
-        jobs=args.jobs,
-        scheduler=args.scheduler,
-        progress=_progress(args),
-    )
+    with warnings.catch_warnings():
+        # Failed runs are listed one per line below; the API's warning would repeat them.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = sweep(
+            args.config,
+            parse_grid(args.grid),
+            args.workload,
+            seeds,
+            out=args.out,
+            overrides=_overrides(args),
+            backend=args.backend,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+            progress=_progress(args),
+        )
     _print(
         f"sweep {args.out}: {len(result.run_ids)} runs ({result.ran} ran, "
         f"{result.skipped} already finished, {len(result.failed)} failed) -> "
