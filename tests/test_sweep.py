@@ -304,5 +304,13 @@ def test_query_runs_sql_over_sweeps(tmp_path: Path, run_cli) -> None:
     cli = run_cli("query", "SELECT count(*) AS n FROM runs WHERE status = 'ok'", out, "--csv")
     assert cli.returncode == 0, cli.stderr
     assert cli.stdout.split() == ["n", "2"]
+    # Swept values keep their type: 768 sorts before 1536 (as text it would not).
+    grid = tmp_path / "grid"
+    entries = [1536, 768]
+    sweep("baseline-radix", {"mmu.l2tlb.unified.entries": entries}, GUPS, out=grid,
+          overrides=TINY, progress=False)  # fmt: skip
+    column = '"param.mmu.l2tlb.unified.entries"'
+    frame = query(f"SELECT {column} AS e FROM runs ORDER BY e", [grid])
+    assert frame["e"].tolist() == [768, 1536]
     bad = run_cli("query", "SELECT nope FROM runs", out)
     assert bad.returncode == 2 and "nope" in bad.stderr and "Traceback" not in bad.stderr

@@ -729,7 +729,10 @@ mod tests {
         write_records(&p, &recs, Compression::None);
         let want = expected(&recs);
         for capacity in [1, 63, 65, 100, 4096 + 7, 1 << 17] {
-            assert!(read_through_buffer(&p, capacity).unwrap() == want, "{capacity}");
+            assert!(
+                read_through_buffer(&p, capacity).unwrap() == want,
+                "{capacity}"
+            );
         }
         // Cut inside an instruction: every buffer size reports the same error after the
         // same records.
