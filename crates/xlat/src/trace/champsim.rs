@@ -208,7 +208,11 @@ pub type ChampSimReader = Batched<ChampSimDecoder>;
 /// Opens a ChampSim trace; the compression is detected from the file's magic bytes.
 pub fn open(path: &Path) -> Result<ChampSimReader> {
     let (compression, input) = compress::open_read(path)?;
-    Ok(Batched::new(ChampSimDecoder {
+    Ok(reader(path, compression, input))
+}
+
+fn reader(path: &Path, compression: Compression, input: Box<dyn BufRead + Send>) -> ChampSimReader {
+    Batched::new(ChampSimDecoder {
         path: path.to_path_buf(),
         compression,
         input,
@@ -216,7 +220,15 @@ pub fn open(path: &Path) -> Result<ChampSimReader> {
         partial: [0; INSTR_BYTES],
         partial_len: 0,
         mapper: InstrMapper::default(),
-    }))
+    })
+}
+
+/// The instruction of the trace at `path` that yields record `record`, and its byte offset.
+pub fn locate(path: &Path, record: u64) -> Result<Option<String>> {
+    let (compression, input) = compress::open_read(path)?;
+    // An input buffer of one instruction: every unit decoded is one instruction.
+    let input = Box::new(std::io::BufReader::with_capacity(INSTR_BYTES, input));
+    Ok(reader(path, compression, input).locate(record))
 }
 
 impl ChampSimDecoder {
@@ -246,6 +258,18 @@ impl ChampSimDecoder {
 }
 
 impl UnitDecoder for ChampSimDecoder {
+    fn position(&self) -> String {
+        let last = self.offset.saturating_sub(INSTR_BYTES as u64);
+        let bytes = match self.compression {
+            Compression::None => "byte offset",
+            _ => "uncompressed byte offset",
+        };
+        format!(
+            "instruction {} at {bytes} {last}",
+            last / INSTR_BYTES as u64
+        )
+    }
+
     /// Decodes the whole instructions the input has buffered (up to `INSTRS_PER_UNIT`) straight
     /// from its buffer: no copy and no call per instruction. An instruction split between two
     /// buffers is assembled in `partial`.
@@ -701,15 +725,8 @@ mod tests {
     /// instructions straddle buffers wherever 64 does not divide it.
     fn read_through_buffer(path: &Path, capacity: usize) -> Result<Vec<Record>> {
         let file = std::fs::File::open(path).unwrap();
-        let mut r = Batched::new(ChampSimDecoder {
-            path: path.to_path_buf(),
-            compression: Compression::None,
-            input: Box::new(std::io::BufReader::with_capacity(capacity, file)),
-            offset: 0,
-            partial: [0; INSTR_BYTES],
-            partial_len: 0,
-            mapper: InstrMapper::default(),
-        });
+        let input = Box::new(std::io::BufReader::with_capacity(capacity, file));
+        let mut r = reader(path, Compression::None, input);
         let mut out = Vec::new();
         let mut buf = Vec::with_capacity(1000);
         loop {
