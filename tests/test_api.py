@@ -282,10 +282,17 @@ def test_perfect_tlb_never_walks_and_is_faster() -> None:
 
 
 @pytest.mark.engine
-def test_deterministic() -> None:
-    first = xlat.run_json("baseline-radix", "gups", overrides=TINY_GUPS)
-    second = xlat.run_json("baseline-radix", "gups", overrides=TINY_GUPS)
-    assert first == second
+@pytest.mark.parametrize(
+    "preset", sorted(p.stem for p in (Path(xlat.__file__).parent / "presets").glob("*.toml"))
+)
+def test_every_preset_is_deterministic_and_follows_its_seed(preset: str) -> None:
+    # One core, and two threads on two cores (the multi-core stepping order is part of it).
+    for extra in ({}, {"workload.threads": 2, "sim.cores": 2}):
+        overrides = {**TINY_GUPS, "workload.references": 20_000, **extra}
+        first = xlat.run_json(preset, "gups", overrides=overrides)
+        assert xlat.run_json(preset, "gups", overrides=overrides) == first, extra
+        reseeded = xlat.run_json(preset, "gups", overrides={**overrides, "seed": 2})
+        assert reseeded != first, f"{preset} {extra}: the seed changes nothing"
 
 
 @pytest.mark.engine
