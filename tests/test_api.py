@@ -358,3 +358,8 @@ def test_config_file_extends_preset(tmp_path: Path) -> None:
     assert "2048" in text
     stats = xlat.run(path, "gups", overrides=TINY_GUPS)
     assert stats["summary"]["instructions"] > 0
+
+
+def test_experiments_are_reachable_after_import_xlat() -> None:
+    assert callable(xlat.experiments.reproduce)
+    assert "experiments" in dir(xlat)

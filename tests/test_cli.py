@@ -27,9 +27,11 @@ def _ok(result: subprocess.CompletedProcess) -> str:
 
 
 def _usage_error(result: subprocess.CompletedProcess) -> str:
+    """The error of a run that failed as docs/cli.md promises: exit status 2, one line."""
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
-    assert "xlat: error:" in result.stderr
+    assert result.stderr.startswith("xlat") and ": error:" in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
     return result.stderr
 
 
@@ -66,6 +68,17 @@ def test_run_verify_and_out(run_cli, tmp_path: Path) -> None:
 def test_unknown_key_is_exit_2_without_traceback(run_cli) -> None:
     err = _usage_error(run_cli("run", *TINY_GUPS_ARGS, "--set", "mmu.l2tlb.nosuchkey=1"))
     assert "nosuchkey" in err
+
+
+def test_usage_errors_are_one_line(run_cli) -> None:
+    assert "--bogus" in _usage_error(run_cli("run", "--bogus"))
+    assert "nosuch" in _usage_error(run_cli("nosuch"))
+    assert "SWEEP_DIR" in _usage_error(run_cli("query", "SELECT 1"))
+
+
+def test_a_misspelt_table_name_lists_the_real_ones(run_cli) -> None:
+    err = _usage_error(run_cli("run", *TINY_GUPS_ARGS, "--set", "mmu.l2tlb.unifed.entries=3072"))
+    assert "`unifed` is not a key of `mmu.l2tlb` (it has: 1g, unified)" in err
 
 
 def test_malformed_set_is_exit_2(run_cli) -> None:

@@ -312,5 +312,7 @@ def test_query_runs_sql_over_sweeps(tmp_path: Path, run_cli) -> None:
     column = '"param.mmu.l2tlb.unified.entries"'
     frame = query(f"SELECT {column} AS e FROM runs ORDER BY e", [grid])
     assert frame["e"].tolist() == [768, 1536]
-    bad = run_cli("query", "SELECT nope FROM runs", out)
-    assert bad.returncode == 2 and "nope" in bad.stderr and "Traceback" not in bad.stderr
+    for sql, says in (("SELECT nope FROM runs", "nope"), ("SELEC 1", "SELEC")):
+        bad = run_cli("query", sql, out)
+        assert bad.returncode == 2 and says in bad.stderr and "Traceback" not in bad.stderr
+        assert bad.stderr.count("\n") == 1, bad.stderr
