@@ -21,6 +21,11 @@ pub struct CoreConfig {
     pub width: u32,
     /// Re-order buffer entries (ignored by `inorder`, which behaves as a ROB of 1).
     pub rob_size: u32,
+    /// Load-queue entries: a load holds one from dispatch until it retires, and cannot
+    /// dispatch while all are held. A queue at least as large as the ROB never binds.
+    pub lq_size: u32,
+    /// Store-queue entries, held by a store from dispatch until it retires.
+    pub sq_size: u32,
     /// Core clock, used to convert DRAM nanoseconds to cycles.
     pub frequency_ghz: f64,
 }
@@ -37,6 +42,8 @@ impl crate::config::Validate for CoreConfig {
         use crate::config::nonzero;
         nonzero("core.width".into(), self.width as u64)?;
         nonzero("core.rob_size".into(), self.rob_size as u64)?;
+        nonzero("core.lq_size".into(), self.lq_size as u64)?;
+        nonzero("core.sq_size".into(), self.sq_size as u64)?;
         if !(self.frequency_ghz > 0.0 && self.frequency_ghz < 100.0) {
             return Err(crate::error::Error::config(
                 "core.frequency_ghz",
@@ -68,9 +75,43 @@ impl DepHistory {
     }
 }
 
+/// A load or store queue: the retire cycle of the last `len` loads (or stores), so the next
+/// one can dispatch only once the one `len` older has retired and freed its entry.
+struct Queue {
+    /// Retire cycles by load (store) number modulo the queue size.
+    retire: Vec<u64>,
+    /// Loads (stores) dispatched so far.
+    count: u64,
+}
+
+impl Queue {
+    fn new(len: u32) -> Queue {
+        Queue {
+            retire: vec![0; len.max(1) as usize],
+            count: 0,
+        }
+    }
+
+    /// When the entry the next load (store) needs is free.
+    #[inline(always)]
+    fn free_at(&self) -> u64 {
+        self.retire[(self.count % self.retire.len() as u64) as usize]
+    }
+
+    /// The load (store) dispatched last retires at `cycle`.
+    #[inline(always)]
+    fn retire_last(&mut self, cycle: u64) {
+        let n = self.retire.len() as u64;
+        self.retire[(self.count % n) as usize] = cycle;
+        self.count += 1;
+    }
+}
+
 pub struct Core {
     width: u64,
     rob: u64,
+    lq: Queue,
+    sq: Queue,
     /// Index of the next instruction to dispatch.
     instr: u64,
     dispatch_cycle: u64,
@@ -96,6 +137,10 @@ pub struct CoreStats {
     pub rob_stall_cycles: u64,
     /// Cycles memory instructions waited for the record they depend on.
     pub dep_wait_cycles: u64,
+    /// Cycles dispatch stalled because the load queue was full.
+    pub lq_stall_cycles: u64,
+    /// Cycles dispatch stalled because the store queue was full.
+    pub sq_stall_cycles: u64,
 }
 
 impl CoreStats {
@@ -105,6 +150,8 @@ impl CoreStats {
         self.stores += o.stores;
         self.rob_stall_cycles += o.rob_stall_cycles;
         self.dep_wait_cycles += o.dep_wait_cycles;
+        self.lq_stall_cycles += o.lq_stall_cycles;
+        self.sq_stall_cycles += o.sq_stall_cycles;
     }
 }
 
@@ -117,6 +164,8 @@ impl Core {
         Core {
             width: cfg.width as u64,
             rob,
+            lq: Queue::new(cfg.lq_size),
+            sq: Queue::new(cfg.sq_size),
             instr: 0,
             dispatch_cycle: 0,
             dispatch_slots_used: 0,
@@ -221,12 +270,25 @@ impl Core {
         }
     }
 
-    /// Dispatch one memory instruction of record stream `stream` that depends on the record
-    /// `dep` positions back in that stream (0 = none). Returns the cycle its address is ready
-    /// (when translation starts).
+    /// Dispatch one memory instruction (a store if `is_store`, else a load) of record stream
+    /// `stream` that depends on the record `dep` positions back in that stream (0 = none).
+    /// It needs a free load- (store-) queue entry besides its ROB entry. Returns the cycle
+    /// its address is ready (when translation starts).
     #[inline(always)]
-    pub fn issue_memory(&mut self, dep: u32, stream: u8) -> u64 {
-        let d = self.dispatch(1);
+    pub fn issue_memory(&mut self, dep: u32, stream: u8, is_store: bool) -> u64 {
+        let mut d = self.dispatch(1);
+        let (free, stalls) = if is_store {
+            (self.sq.free_at(), &mut self.stats.sq_stall_cycles)
+        } else {
+            (self.lq.free_at(), &mut self.stats.lq_stall_cycles)
+        };
+        if free > d {
+            // In-order dispatch: the instructions behind it wait too.
+            *stalls += free - d;
+            d = free;
+            self.dispatch_cycle = free;
+            self.dispatch_slots_used = 1;
+        }
         if stream != self.stream {
             self.switch_stream(stream);
         }
@@ -275,6 +337,11 @@ impl Core {
         }
         self.last_retire = self.last_retire.max(complete);
         self.window.push_back((self.instr - 1, self.last_retire));
+        if is_store {
+            self.sq.retire_last(self.last_retire);
+        } else {
+            self.lq.retire_last(self.last_retire);
+        }
     }
 
     pub fn reset_stats(&mut self) {
@@ -291,6 +358,8 @@ mod tests {
             model,
             width,
             rob_size: rob,
+            lq_size: rob,
+            sq_size: rob,
             frequency_ghz: 2.0,
         })
     }
@@ -306,12 +375,12 @@ mod tests {
     fn independent_misses_overlap_dependent_ones_do_not() {
         let mut ooo = core(4, 224, CoreModel::Ooo);
         for _ in 0..100 {
-            let t = ooo.issue_memory(0, 0);
+            let t = ooo.issue_memory(0, 0, false);
             ooo.complete_memory(t + 200, false);
         }
         let mut chase = core(4, 224, CoreModel::Ooo);
         for _ in 0..100 {
-            let t = chase.issue_memory(1, 0);
+            let t = chase.issue_memory(1, 0, false);
             chase.complete_memory(t + 200, false);
         }
         assert!(ooo.cycles() < 300, "{}", ooo.cycles());
@@ -324,7 +393,7 @@ mod tests {
             let mut c = core(4, rob, model);
             for _ in 0..64 {
                 c.non_memory(3);
-                let t = c.issue_memory(0, 0);
+                let t = c.issue_memory(0, 0, false);
                 c.complete_memory(t + 100, false);
             }
             c.cycles()

@@ -57,6 +57,38 @@ pub enum Timing {
     Untouched,
 }
 
+/// Counters of the L1D's miss-status registers (`cache.l1d_mshr`), over all cores.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct MshrStats {
+    /// L1D misses that found every MSHR busy and waited for one.
+    pub waits: u64,
+    /// Cycles those misses waited.
+    pub wait_cycles: u64,
+}
+
+/// One core's L1D miss-status holding registers: the cycle each is busy until. A miss takes
+/// the one that frees first, waiting if it is still busy, and holds it until its fill returns.
+/// Misses are not merged: a second access to a line in flight hits, the line having been
+/// filled functionally at the first.
+struct Mshrs {
+    busy_until: Vec<u64>,
+}
+
+impl Mshrs {
+    /// Claim the earliest-free register for a miss known at cycle `at`; returns its index and
+    /// the cycles the miss waits for it.
+    #[inline]
+    fn claim(&mut self, at: u64) -> (usize, u64) {
+        let mut best = 0;
+        for (i, &b) in self.busy_until.iter().enumerate() {
+            if b < self.busy_until[best] {
+                best = i;
+            }
+        }
+        (best, self.busy_until[best].saturating_sub(at))
+    }
+}
+
 /// The cache hierarchy and DRAM of a system: each core's private L1D and L2, the shared LLC
 /// and DRAM. Accesses go through the private caches of the core [`Hierarchy::set_core`] last
 /// selected (the system selects the core it steps), so the MMU and walkers of every scheme
@@ -64,6 +96,9 @@ pub enum Timing {
 pub struct Hierarchy {
     /// `[L1D, L2]` of each core.
     private: Vec<[Cache; 2]>,
+    /// Each core's L1D MSHRs.
+    mshrs: Vec<Mshrs>,
+    pub mshr_stats: MshrStats,
     llc: Cache,
     pub dram: Dram,
     core: usize,
@@ -81,6 +116,12 @@ impl Hierarchy {
             private: (0..cores.max(1))
                 .map(|_| [Cache::new(&cfg.l1d), Cache::new(&cfg.l2)])
                 .collect(),
+            mshrs: (0..cores.max(1))
+                .map(|_| Mshrs {
+                    busy_until: vec![0; cfg.l1d.mshrs.unwrap_or(1).max(1) as usize],
+                })
+                .collect(),
+            mshr_stats: MshrStats::default(),
             llc: Cache::new(&cfg.llc),
             dram: Dram::new(dram, core_ghz),
             core: 0,
@@ -119,6 +160,7 @@ impl Hierarchy {
         let mut latency = 0;
         let [l1d, l2] = &mut self.private[self.core];
         let llc = &mut self.llc;
+        let mut served = Level::Dram;
         // One loop, one call site of `Cache::access`: it stays inlined.
         for level in (entry as usize)..3 {
             let cache = match level {
@@ -128,20 +170,43 @@ impl Hierarchy {
             };
             latency += cache.latency();
             if cache.access(line, kind, write) {
-                return (latency, Level::ALL[level]);
+                if level == 0 {
+                    return (latency, Level::L1d);
+                }
+                served = Level::ALL[level];
+                break;
             }
         }
         if self.timing == Timing::WarmCaches {
-            // Fast-forward: DRAM's banks must not run ahead of the detailed run's clock.
-            return (latency, Level::Dram);
+            // Fast-forward: no MSHR is held, and DRAM's banks must not run ahead of the
+            // detailed run's clock.
+            return (latency, served);
         }
-        let requester = if kind.is_translation() {
-            Requester::Translation
+        // A miss in the L1D needs one of its MSHRs from when the miss is known until the fill.
+        let mshr = if entry == Level::L1d {
+            let l1_latency = l1d.latency();
+            let (i, wait) = self.mshrs[self.core].claim(now + l1_latency);
+            if wait > 0 {
+                self.mshr_stats.waits += 1;
+                self.mshr_stats.wait_cycles += wait;
+                latency += wait;
+            }
+            Some(i)
         } else {
-            Requester::Data
+            None
         };
-        latency += self.dram.access(addr, now + latency, requester);
-        (latency, Level::Dram)
+        if served == Level::Dram {
+            let requester = if kind.is_translation() {
+                Requester::Translation
+            } else {
+                Requester::Data
+            };
+            latency += self.dram.access(addr, now + latency, requester);
+        }
+        if let Some(i) = mshr {
+            self.mshrs[self.core].busy_until[i] = now + latency;
+        }
+        (latency, served)
     }
 
     /// The cache of `level` of `core` (the LLC is the same for every core).
@@ -174,5 +239,6 @@ impl Hierarchy {
         }
         self.llc.reset_stats();
         self.dram.reset_stats();
+        self.mshr_stats = MshrStats::default();
     }
 }
