@@ -354,14 +354,59 @@ mod tests {
     use super::*;
 
     fn core(width: u32, rob: u32, model: CoreModel) -> Core {
+        queues(width, rob, rob, rob, model)
+    }
+
+    fn queues(width: u32, rob: u32, lq: u32, sq: u32, model: CoreModel) -> Core {
         Core::new(&CoreConfig {
             model,
             width,
             rob_size: rob,
-            lq_size: rob,
-            sq_size: rob,
+            lq_size: lq,
+            sq_size: sq,
             frequency_ghz: 2.0,
         })
+    }
+
+    /// `n` independent memory instructions (stores if `stores`) of `latency` cycles, each
+    /// after `gap` non-memory instructions: the core's cycles.
+    fn independent(c: &mut Core, n: u64, gap: u32, latency: u64, stores: bool) -> u64 {
+        for _ in 0..n {
+            c.non_memory(gap);
+            let t = c.issue_memory(0, 0, stores);
+            c.complete_memory(t + latency, stores);
+        }
+        c.cycles()
+    }
+
+    #[test]
+    fn load_queue_bounds_overlap() {
+        // 64 loads of 100 cycles through an 8-entry LQ: 8 rounds of 100 cycles.
+        let mut c = queues(4, 224, 8, 224, CoreModel::Ooo);
+        let cycles = independent(&mut c, 64, 0, 100, false);
+        assert!((800..=820).contains(&cycles), "{cycles}");
+        assert!(c.stats.lq_stall_cycles >= 7 * 95, "{:?}", c.stats);
+        assert_eq!(c.stats.sq_stall_cycles, 0);
+        // Loads do not take store-queue entries, and stores not load-queue ones.
+        let mut c = queues(4, 224, 224, 8, CoreModel::Ooo);
+        assert!(independent(&mut c, 64, 0, 100, false) < 130);
+        let mut c = queues(4, 224, 224, 8, CoreModel::Ooo);
+        let cycles = independent(&mut c, 64, 0, 100, true);
+        assert!((800..=820).contains(&cycles), "{cycles}");
+        assert!(c.stats.sq_stall_cycles > 0 && c.stats.lq_stall_cycles == 0);
+    }
+
+    #[test]
+    fn queues_as_large_as_the_rob_never_bind() {
+        for (gap, stores) in [(0, false), (3, false), (1, true), (7, true)] {
+            let rob = 64;
+            let mut bounded = queues(4, rob, rob, rob, CoreModel::Ooo);
+            let mut huge = queues(4, rob, 4096, 4096, CoreModel::Ooo);
+            let a = independent(&mut bounded, 500, gap, 150, stores);
+            let b = independent(&mut huge, 500, gap, 150, stores);
+            assert_eq!(a, b);
+            assert_eq!(bounded.stats.lq_stall_cycles + bounded.stats.sq_stall_cycles, 0);
+        }
     }
 
     #[test]

@@ -242,3 +242,98 @@ impl Hierarchy {
         self.mshr_stats = MshrStats::default();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assoc::Replacement;
+    use crate::mem::cache::CacheConfig;
+
+    fn level(size: u64, latency: u32, mshrs: Option<u32>) -> CacheConfig {
+        CacheConfig {
+            size,
+            ways: 4,
+            latency,
+            replacement: Replacement::Lru,
+            mshrs,
+        }
+    }
+
+    /// One core with `mshrs` L1D MSHRs over a 1 GHz DRAM of 32 banks.
+    fn hierarchy(mshrs: u32) -> Hierarchy {
+        let caches = CacheHierarchyConfig {
+            l1d: level(4096, 1, Some(mshrs)),
+            l2: level(8192, 2, None),
+            llc: level(16384, 3, None),
+        };
+        let dram = DramConfig {
+            channels: 1,
+            ranks: 1,
+            banks: 32,
+            row_bytes: 8192,
+            rows: Some(1024),
+            mapping: "row:rank:bank:channel:column".into(),
+            tck_ns: 1.0,
+            tcl: 10,
+            trcd: 10,
+            trp: 10,
+            tras: 20,
+            burst_cycles: 1,
+            controller_ns: 0.0,
+        };
+        Hierarchy::new(&caches, &dram, 1.0, 1)
+    }
+
+    /// `k` independent misses issued together, each to its own DRAM bank (so DRAM does not
+    /// serialise them): the cycle the last one completes.
+    fn last_fill(h: &mut Hierarchy, k: u64) -> u64 {
+        (0..k)
+            .map(|i| {
+                let addr = PhysAddr(i * 8192);
+                let (lat, lvl) = h.access(addr, MemKind::DATA, false, 0, Level::L1d);
+                assert_eq!(lvl, Level::Dram);
+                lat
+            })
+            .max()
+            .unwrap()
+    }
+
+    #[test]
+    fn mshrs_bound_overlapping_misses() {
+        // A lone miss: 1 + 2 + 3 cycles of lookups, then an empty-row DRAM read.
+        let single = last_fill(&mut hierarchy(1), 1);
+        for (mshrs, k) in [(4u32, 16u64), (8, 16), (3, 10)] {
+            let mut h = hierarchy(mshrs);
+            let last = last_fill(&mut h, k);
+            let rounds = k.div_ceil(mshrs as u64);
+            // Each round starts when the previous one's fills return (after the L1D lookup).
+            assert!(
+                last >= rounds * (single - 1) && last <= rounds * single,
+                "{mshrs} MSHRs, {k} misses: last fill at {last}, lone miss {single}"
+            );
+            assert_eq!(h.mshr_stats.waits, k - mshrs as u64);
+        }
+        // Enough MSHRs: the misses overlap completely and none waits.
+        let mut h = hierarchy(64);
+        assert_eq!(last_fill(&mut h, 16), single);
+        assert_eq!(h.mshr_stats.waits, 0);
+    }
+
+    #[test]
+    fn hits_and_fast_forward_take_no_mshr() {
+        let mut h = hierarchy(1);
+        let a = PhysAddr(0);
+        h.access(a, MemKind::DATA, false, 0, Level::L1d);
+        // The line is in the L1D now: a hit needs no MSHR even while the miss is in flight.
+        assert_eq!(h.access(a, MemKind::DATA, false, 1, Level::L1d), (1, Level::L1d));
+        h.set_timing(Timing::WarmCaches);
+        h.access(PhysAddr(1 << 20), MemKind::DATA, false, 0, Level::L1d);
+        assert_eq!(h.mshr_stats.waits, 0);
+        // Requests entering below the L1D (a walker at the L2) do not use its MSHRs.
+        h.set_timing(Timing::Detailed);
+        for i in 0..4 {
+            h.access(PhysAddr((i + 8) << 20), MemKind::DATA, false, 0, Level::L2);
+        }
+        assert_eq!(h.mshr_stats.waits, 0);
+    }
+}
