@@ -405,7 +405,10 @@ mod tests {
             let a = independent(&mut bounded, 500, gap, 150, stores);
             let b = independent(&mut huge, 500, gap, 150, stores);
             assert_eq!(a, b);
-            assert_eq!(bounded.stats.lq_stall_cycles + bounded.stats.sq_stall_cycles, 0);
+            assert_eq!(
+                bounded.stats.lq_stall_cycles + bounded.stats.sq_stall_cycles,
+                0
+            );
         }
     }
 

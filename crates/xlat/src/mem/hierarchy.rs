@@ -325,7 +325,10 @@ mod tests {
         let a = PhysAddr(0);
         h.access(a, MemKind::DATA, false, 0, Level::L1d);
         // The line is in the L1D now: a hit needs no MSHR even while the miss is in flight.
-        assert_eq!(h.access(a, MemKind::DATA, false, 1, Level::L1d), (1, Level::L1d));
+        assert_eq!(
+            h.access(a, MemKind::DATA, false, 1, Level::L1d),
+            (1, Level::L1d)
+        );
         h.set_timing(Timing::WarmCaches);
         h.access(PhysAddr(1 << 20), MemKind::DATA, false, 0, Level::L1d);
         assert_eq!(h.mshr_stats.waits, 0);
