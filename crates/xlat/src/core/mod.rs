@@ -78,32 +78,35 @@ impl DepHistory {
 /// A load or store queue: the retire cycle of the last `len` loads (or stores), so the next
 /// one can dispatch only once the one `len` older has retired and freed its entry.
 struct Queue {
-    /// Retire cycles by load (store) number modulo the queue size.
+    /// Retire cycles of the last `len` loads (stores), a ring.
     retire: Vec<u64>,
-    /// Loads (stores) dispatched so far.
-    count: u64,
+    /// The ring slot of the next load (store): the entry it reuses. A wrapping index rather
+    /// than a count modulo the (not necessarily power-of-two) size: no division per record.
+    next: usize,
 }
 
 impl Queue {
     fn new(len: u32) -> Queue {
         Queue {
             retire: vec![0; len.max(1) as usize],
-            count: 0,
+            next: 0,
         }
     }
 
     /// When the entry the next load (store) needs is free.
     #[inline(always)]
     fn free_at(&self) -> u64 {
-        self.retire[(self.count % self.retire.len() as u64) as usize]
+        self.retire[self.next]
     }
 
     /// The load (store) dispatched last retires at `cycle`.
     #[inline(always)]
     fn retire_last(&mut self, cycle: u64) {
-        let n = self.retire.len() as u64;
-        self.retire[(self.count % n) as usize] = cycle;
-        self.count += 1;
+        self.retire[self.next] = cycle;
+        self.next += 1;
+        if self.next == self.retire.len() {
+            self.next = 0;
+        }
     }
 }
 
@@ -277,17 +280,13 @@ impl Core {
     #[inline(always)]
     pub fn issue_memory(&mut self, dep: u32, stream: u8, is_store: bool) -> u64 {
         let mut d = self.dispatch(1);
-        let (free, stalls) = if is_store {
-            (self.sq.free_at(), &mut self.stats.sq_stall_cycles)
+        let free = if is_store {
+            self.sq.free_at()
         } else {
-            (self.lq.free_at(), &mut self.stats.lq_stall_cycles)
+            self.lq.free_at()
         };
         if free > d {
-            // In-order dispatch: the instructions behind it wait too.
-            *stalls += free - d;
-            d = free;
-            self.dispatch_cycle = free;
-            self.dispatch_slots_used = 1;
+            d = self.queue_full(free, d, is_store);
         }
         if stream != self.stream {
             self.switch_stream(stream);
@@ -304,6 +303,21 @@ impl Core {
         } else {
             d
         }
+    }
+
+    /// The memory instruction that would dispatch at `d` finds its queue full until `free`:
+    /// it dispatches then, and (in-order dispatch) the instructions behind it wait too.
+    #[cold]
+    fn queue_full(&mut self, free: u64, d: u64, is_store: bool) -> u64 {
+        let stalls = if is_store {
+            &mut self.stats.sq_stall_cycles
+        } else {
+            &mut self.stats.lq_stall_cycles
+        };
+        *stalls += free - d;
+        self.dispatch_cycle = free;
+        self.dispatch_slots_used = 1;
+        free
     }
 
     /// Put away the running stream's dependence history and take out `stream`'s.

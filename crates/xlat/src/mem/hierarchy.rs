@@ -79,13 +79,15 @@ impl Mshrs {
     /// the cycles the miss waits for it.
     #[inline]
     fn claim(&mut self, at: u64) -> (usize, u64) {
-        let mut best = 0;
-        for (i, &b) in self.busy_until.iter().enumerate() {
-            if b < self.busy_until[best] {
-                best = i;
-            }
-        }
-        (best, self.busy_until[best].saturating_sub(at))
+        // Two simple passes (the minimum, then its first position) vectorise; one pass
+        // tracking both does not.
+        let earliest = self.busy_until.iter().copied().min().unwrap_or(0);
+        let best = self
+            .busy_until
+            .iter()
+            .position(|&b| b == earliest)
+            .unwrap_or(0);
+        (best, earliest.saturating_sub(at))
     }
 }
 
@@ -177,6 +179,22 @@ impl Hierarchy {
                 break;
             }
         }
+        self.beyond_l1d(addr, kind, now, entry, latency, served)
+    }
+
+    /// The part of an access that missed the L1D (or entered below it): the wait for an L1D
+    /// MSHR, DRAM if no cache held the line. Kept out of line so the hit path of
+    /// [`Hierarchy::access`] stays small enough to inline.
+    #[inline(never)]
+    fn beyond_l1d(
+        &mut self,
+        addr: PhysAddr,
+        kind: MemKind,
+        now: u64,
+        entry: Level,
+        mut latency: u64,
+        served: Level,
+    ) -> (u64, Level) {
         if self.timing == Timing::WarmCaches {
             // Fast-forward: no MSHR is held, and DRAM's banks must not run ahead of the
             // detailed run's clock.
@@ -184,7 +202,7 @@ impl Hierarchy {
         }
         // A miss in the L1D needs one of its MSHRs from when the miss is known until the fill.
         let mshr = if entry == Level::L1d {
-            let l1_latency = l1d.latency();
+            let l1_latency = self.private[self.core][0].latency();
             let (i, wait) = self.mshrs[self.core].claim(now + l1_latency);
             if wait > 0 {
                 self.mshr_stats.waits += 1;
