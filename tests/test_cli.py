@@ -280,3 +280,17 @@ def test_fast_forward_is_reported_and_bad_values_are_usage_errors(run_cli) -> No
     bad = run_cli("run", *TINY_GUPS_ARGS, "--fast-forward", "soon")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert "invalid fast-forward 'soon'" in bad.stderr
+
+
+def test_champsim_preset_runs_a_champsim_trace(run_cli, tmp_path) -> None:
+    # xlat run -c champsim --trace T.champsimtrace.xz: ChampSim's default system on its format.
+    xtr, trace = tmp_path / "g.xtr", tmp_path / "g.champsimtrace.xz"
+    _ok(run_cli("trace", "record", "-w", "gups", "--set", "references=5000", "-o", xtr))
+    _ok(run_cli("trace", "convert", xtr, trace))
+    stats = json.loads(_ok(run_cli("run", "-c", "champsim", "--trace", trace, "--json")))
+    assert stats["workload"] == "trace"
+    assert stats["core"]["loads"] + stats["core"]["stores"] == 5000
+    assert stats["summary"]["ipc"] > 0
+    # 5-level walks through the four paging-structure caches, PSCL5 included.
+    assert set(stats["mmu"]["pwc"]) == {"pd", "pdpt", "pml4", "pml5"}
+    assert "l1d_mshr" in stats["cache"]

@@ -53,7 +53,7 @@ fn cold_walks_read_one_entry_per_level_and_pwc_hits_skip_levels() {
     assert_eq!(os.fault(pid, small_region).unwrap().1, PageSize::Size4K);
     assert_eq!(os.fault(pid, thp_region).unwrap().1, PageSize::Size2M);
     assert_eq!(os.fault(pid, giant).unwrap().1, PageSize::Size1G);
-    let none = |_: ()| RadixWalker::new(&cfg.schemes.radix.pwc);
+    let none = |_: ()| cfg.schemes.radix.walker();
     // Cold PWCs: 4 KiB reads 4 entries, 2 MiB 3, 1 GiB 2.
     assert_eq!(
         walk_refs(&mut none(()), &os, small_region),
@@ -68,7 +68,7 @@ fn cold_walks_read_one_entry_per_level_and_pwc_hits_skip_levels() {
         (2, Some(PageSize::Size1G))
     );
     // Warm PWCs: the second page of the 4 KiB region hits the PD-entry cache: one reference.
-    let mut w = RadixWalker::new(&cfg.schemes.radix.pwc);
+    let mut w = cfg.schemes.radix.walker();
     walk_refs(&mut w, &os, small_region);
     os.fault(pid, VirtAddr(small_region.0 + 4096)).unwrap();
     assert_eq!(
@@ -84,7 +84,7 @@ fn cold_walks_read_one_entry_per_level_and_pwc_hits_skip_levels() {
     assert_eq!(w.pwc_stats[0].hits, 1);
     // Unmapped address: the walk stops at the first non-present entry.
     let (n, found) = walk_refs(
-        &mut RadixWalker::new(&cfg.schemes.radix.pwc),
+        &mut cfg.schemes.radix.walker(),
         &os,
         VirtAddr(0x10_0000_0000),
     );
@@ -99,7 +99,7 @@ fn five_level_cold_walk_reads_five_entries() {
     let va = os.mmap(pid, 4096, MapKind::Anon).unwrap();
     os.fault(pid, va).unwrap();
     assert_eq!(
-        walk_refs(&mut RadixWalker::new(&cfg.schemes.radix.pwc), &os, va),
+        walk_refs(&mut cfg.schemes.radix.walker(), &os, va),
         (5, Some(PageSize::Size4K))
     );
 }
@@ -221,6 +221,7 @@ fn cache_misses_match_lru_reference_models() {
             ways,
             latency: 1,
             replacement: Replacement::Lru,
+            mshrs: None,
         });
         let mut model = LruModel::new(sets, ways as usize);
         for &line in &trace {

@@ -21,6 +21,10 @@ const ADDED_SINCE_RECORDED: &[&str] = &[
     // Fast-forward to the region of interest (off here: the recorded runs are all detail).
     "fast_forward.",
     "summary.fast_forwarded_instructions=",
+    // Bounded memory-level parallelism: load/store-queue stalls and L1D MSHR waits.
+    "core.lq_stall_cycles=",
+    "core.sq_stall_cycles=",
+    "cache.l1d_mshr.",
 ];
 
 fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {

@@ -36,6 +36,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         "rmm",
         include_str!("../../../../python/xlat/presets/rmm.toml"),
     ),
+    (
+        "champsim",
+        include_str!("../../../../python/xlat/presets/champsim.toml"),
+    ),
 ];
 
 pub fn get(name: &str) -> Option<&'static str> {

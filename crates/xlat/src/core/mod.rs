@@ -21,6 +21,11 @@ pub struct CoreConfig {
     pub width: u32,
     /// Re-order buffer entries (ignored by `inorder`, which behaves as a ROB of 1).
     pub rob_size: u32,
+    /// Load-queue entries: a load holds one from dispatch until it retires, and cannot
+    /// dispatch while all are held. A queue at least as large as the ROB never binds.
+    pub lq_size: u32,
+    /// Store-queue entries, held by a store from dispatch until it retires.
+    pub sq_size: u32,
     /// Core clock, used to convert DRAM nanoseconds to cycles.
     pub frequency_ghz: f64,
 }
@@ -37,6 +42,8 @@ impl crate::config::Validate for CoreConfig {
         use crate::config::nonzero;
         nonzero("core.width".into(), self.width as u64)?;
         nonzero("core.rob_size".into(), self.rob_size as u64)?;
+        nonzero("core.lq_size".into(), self.lq_size as u64)?;
+        nonzero("core.sq_size".into(), self.sq_size as u64)?;
         if !(self.frequency_ghz > 0.0 && self.frequency_ghz < 100.0) {
             return Err(crate::error::Error::config(
                 "core.frequency_ghz",
@@ -68,9 +75,46 @@ impl DepHistory {
     }
 }
 
+/// A load or store queue: the retire cycle of the last `len` loads (or stores), so the next
+/// one can dispatch only once the one `len` older has retired and freed its entry.
+struct Queue {
+    /// Retire cycles of the last `len` loads (stores), a ring.
+    retire: Vec<u64>,
+    /// The ring slot of the next load (store): the entry it reuses. A wrapping index rather
+    /// than a count modulo the (not necessarily power-of-two) size: no division per record.
+    next: usize,
+}
+
+impl Queue {
+    fn new(len: u32) -> Queue {
+        Queue {
+            retire: vec![0; len.max(1) as usize],
+            next: 0,
+        }
+    }
+
+    /// When the entry the next load (store) needs is free.
+    #[inline(always)]
+    fn free_at(&self) -> u64 {
+        self.retire[self.next]
+    }
+
+    /// The load (store) dispatched last retires at `cycle`.
+    #[inline(always)]
+    fn retire_last(&mut self, cycle: u64) {
+        self.retire[self.next] = cycle;
+        self.next += 1;
+        if self.next == self.retire.len() {
+            self.next = 0;
+        }
+    }
+}
+
 pub struct Core {
     width: u64,
     rob: u64,
+    lq: Queue,
+    sq: Queue,
     /// Index of the next instruction to dispatch.
     instr: u64,
     dispatch_cycle: u64,
@@ -96,6 +140,10 @@ pub struct CoreStats {
     pub rob_stall_cycles: u64,
     /// Cycles memory instructions waited for the record they depend on.
     pub dep_wait_cycles: u64,
+    /// Cycles dispatch stalled because the load queue was full.
+    pub lq_stall_cycles: u64,
+    /// Cycles dispatch stalled because the store queue was full.
+    pub sq_stall_cycles: u64,
 }
 
 impl CoreStats {
@@ -105,6 +153,8 @@ impl CoreStats {
         self.stores += o.stores;
         self.rob_stall_cycles += o.rob_stall_cycles;
         self.dep_wait_cycles += o.dep_wait_cycles;
+        self.lq_stall_cycles += o.lq_stall_cycles;
+        self.sq_stall_cycles += o.sq_stall_cycles;
     }
 }
 
@@ -117,6 +167,8 @@ impl Core {
         Core {
             width: cfg.width as u64,
             rob,
+            lq: Queue::new(cfg.lq_size),
+            sq: Queue::new(cfg.sq_size),
             instr: 0,
             dispatch_cycle: 0,
             dispatch_slots_used: 0,
@@ -221,12 +273,21 @@ impl Core {
         }
     }
 
-    /// Dispatch one memory instruction of record stream `stream` that depends on the record
-    /// `dep` positions back in that stream (0 = none). Returns the cycle its address is ready
-    /// (when translation starts).
+    /// Dispatch one memory instruction (a store if `is_store`, else a load) of record stream
+    /// `stream` that depends on the record `dep` positions back in that stream (0 = none).
+    /// It needs a free load- (store-) queue entry besides its ROB entry. Returns the cycle
+    /// its address is ready (when translation starts).
     #[inline(always)]
-    pub fn issue_memory(&mut self, dep: u32, stream: u8) -> u64 {
-        let d = self.dispatch(1);
+    pub fn issue_memory(&mut self, dep: u32, stream: u8, is_store: bool) -> u64 {
+        let mut d = self.dispatch(1);
+        let free = if is_store {
+            self.sq.free_at()
+        } else {
+            self.lq.free_at()
+        };
+        if free > d {
+            d = self.queue_full(free, d, is_store);
+        }
         if stream != self.stream {
             self.switch_stream(stream);
         }
@@ -242,6 +303,21 @@ impl Core {
         } else {
             d
         }
+    }
+
+    /// The memory instruction that would dispatch at `d` finds its queue full until `free`:
+    /// it dispatches then, and (in-order dispatch) the instructions behind it wait too.
+    #[cold]
+    fn queue_full(&mut self, free: u64, d: u64, is_store: bool) -> u64 {
+        let stalls = if is_store {
+            &mut self.stats.sq_stall_cycles
+        } else {
+            &mut self.stats.lq_stall_cycles
+        };
+        *stalls += free - d;
+        self.dispatch_cycle = free;
+        self.dispatch_slots_used = 1;
+        free
     }
 
     /// Put away the running stream's dependence history and take out `stream`'s.
@@ -275,6 +351,11 @@ impl Core {
         }
         self.last_retire = self.last_retire.max(complete);
         self.window.push_back((self.instr - 1, self.last_retire));
+        if is_store {
+            self.sq.retire_last(self.last_retire);
+        } else {
+            self.lq.retire_last(self.last_retire);
+        }
     }
 
     pub fn reset_stats(&mut self) {
@@ -287,12 +368,62 @@ mod tests {
     use super::*;
 
     fn core(width: u32, rob: u32, model: CoreModel) -> Core {
+        queues(width, rob, rob, rob, model)
+    }
+
+    fn queues(width: u32, rob: u32, lq: u32, sq: u32, model: CoreModel) -> Core {
         Core::new(&CoreConfig {
             model,
             width,
             rob_size: rob,
+            lq_size: lq,
+            sq_size: sq,
             frequency_ghz: 2.0,
         })
+    }
+
+    /// `n` independent memory instructions (stores if `stores`) of `latency` cycles, each
+    /// after `gap` non-memory instructions: the core's cycles.
+    fn independent(c: &mut Core, n: u64, gap: u32, latency: u64, stores: bool) -> u64 {
+        for _ in 0..n {
+            c.non_memory(gap);
+            let t = c.issue_memory(0, 0, stores);
+            c.complete_memory(t + latency, stores);
+        }
+        c.cycles()
+    }
+
+    #[test]
+    fn load_queue_bounds_overlap() {
+        // 64 loads of 100 cycles through an 8-entry LQ: 8 rounds of 100 cycles.
+        let mut c = queues(4, 224, 8, 224, CoreModel::Ooo);
+        let cycles = independent(&mut c, 64, 0, 100, false);
+        assert!((800..=820).contains(&cycles), "{cycles}");
+        assert!(c.stats.lq_stall_cycles >= 7 * 95, "{:?}", c.stats);
+        assert_eq!(c.stats.sq_stall_cycles, 0);
+        // Loads do not take store-queue entries, and stores not load-queue ones.
+        let mut c = queues(4, 224, 224, 8, CoreModel::Ooo);
+        assert!(independent(&mut c, 64, 0, 100, false) < 130);
+        let mut c = queues(4, 224, 224, 8, CoreModel::Ooo);
+        let cycles = independent(&mut c, 64, 0, 100, true);
+        assert!((800..=820).contains(&cycles), "{cycles}");
+        assert!(c.stats.sq_stall_cycles > 0 && c.stats.lq_stall_cycles == 0);
+    }
+
+    #[test]
+    fn queues_as_large_as_the_rob_never_bind() {
+        for (gap, stores) in [(0, false), (3, false), (1, true), (7, true)] {
+            let rob = 64;
+            let mut bounded = queues(4, rob, rob, rob, CoreModel::Ooo);
+            let mut huge = queues(4, rob, 4096, 4096, CoreModel::Ooo);
+            let a = independent(&mut bounded, 500, gap, 150, stores);
+            let b = independent(&mut huge, 500, gap, 150, stores);
+            assert_eq!(a, b);
+            assert_eq!(
+                bounded.stats.lq_stall_cycles + bounded.stats.sq_stall_cycles,
+                0
+            );
+        }
     }
 
     #[test]
@@ -306,12 +437,12 @@ mod tests {
     fn independent_misses_overlap_dependent_ones_do_not() {
         let mut ooo = core(4, 224, CoreModel::Ooo);
         for _ in 0..100 {
-            let t = ooo.issue_memory(0, 0);
+            let t = ooo.issue_memory(0, 0, false);
             ooo.complete_memory(t + 200, false);
         }
         let mut chase = core(4, 224, CoreModel::Ooo);
         for _ in 0..100 {
-            let t = chase.issue_memory(1, 0);
+            let t = chase.issue_memory(1, 0, false);
             chase.complete_memory(t + 200, false);
         }
         assert!(ooo.cycles() < 300, "{}", ooo.cycles());
@@ -324,7 +455,7 @@ mod tests {
             let mut c = core(4, rob, model);
             for _ in 0..64 {
                 c.non_memory(3);
-                let t = c.issue_memory(0, 0);
+                let t = c.issue_memory(0, 0, false);
                 c.complete_memory(t + 100, false);
             }
             c.cycles()

@@ -18,6 +18,10 @@ pub struct CacheConfig {
     /// Lookup latency in cycles, added for every access that reaches this level.
     pub latency: u32,
     pub replacement: Replacement,
+    /// Miss-status holding registers (fill buffers): misses this level can have in flight.
+    /// Only the L1D's are modelled, and it must give them (`cache.l1d.mshrs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mshrs: Option<u32>,
 }
 
 impl CacheConfig {
@@ -56,6 +60,33 @@ pub struct CacheHierarchyConfig {
     pub l1d: CacheConfig,
     pub l2: CacheConfig,
     pub llc: CacheConfig,
+}
+
+impl crate::config::Validate for CacheHierarchyConfig {
+    fn validate(&self) -> Result<()> {
+        self.l1d.validate("cache.l1d")?;
+        self.l2.validate("cache.l2")?;
+        self.llc.validate("cache.llc")?;
+        match self.l1d.mshrs {
+            None => {
+                return Err(Error::config(
+                    "cache.l1d.mshrs",
+                    "missing: the L1D's miss-status registers (fill buffers) bound the misses \
+                     in flight",
+                ))
+            }
+            Some(n) => nonzero("cache.l1d.mshrs".into(), n as u64)?,
+        }
+        for (path, c) in [("cache.l2.mshrs", &self.l2), ("cache.llc.mshrs", &self.llc)] {
+            if c.mshrs.is_some() {
+                return Err(Error::config(
+                    path,
+                    "only the L1D's MSHRs are modelled (cache.l1d.mshrs)",
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]

@@ -57,6 +57,40 @@ pub enum Timing {
     Untouched,
 }
 
+/// Counters of the L1D's miss-status registers (`cache.l1d_mshr`), over all cores.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct MshrStats {
+    /// L1D misses that found every MSHR busy and waited for one.
+    pub waits: u64,
+    /// Cycles those misses waited.
+    pub wait_cycles: u64,
+}
+
+/// One core's L1D miss-status holding registers: the cycle each is busy until. A miss takes
+/// the one that frees first, waiting if it is still busy, and holds it until its fill returns.
+/// Misses are not merged: a second access to a line in flight hits, the line having been
+/// filled functionally at the first.
+struct Mshrs {
+    busy_until: Vec<u64>,
+}
+
+impl Mshrs {
+    /// Claim the earliest-free register for a miss known at cycle `at`; returns its index and
+    /// the cycles the miss waits for it.
+    #[inline]
+    fn claim(&mut self, at: u64) -> (usize, u64) {
+        // Two simple passes (the minimum, then its first position) vectorise; one pass
+        // tracking both does not.
+        let earliest = self.busy_until.iter().copied().min().unwrap_or(0);
+        let best = self
+            .busy_until
+            .iter()
+            .position(|&b| b == earliest)
+            .unwrap_or(0);
+        (best, earliest.saturating_sub(at))
+    }
+}
+
 /// The cache hierarchy and DRAM of a system: each core's private L1D and L2, the shared LLC
 /// and DRAM. Accesses go through the private caches of the core [`Hierarchy::set_core`] last
 /// selected (the system selects the core it steps), so the MMU and walkers of every scheme
@@ -64,6 +98,9 @@ pub enum Timing {
 pub struct Hierarchy {
     /// `[L1D, L2]` of each core.
     private: Vec<[Cache; 2]>,
+    /// Each core's L1D MSHRs.
+    mshrs: Vec<Mshrs>,
+    pub mshr_stats: MshrStats,
     llc: Cache,
     pub dram: Dram,
     core: usize,
@@ -81,6 +118,12 @@ impl Hierarchy {
             private: (0..cores.max(1))
                 .map(|_| [Cache::new(&cfg.l1d), Cache::new(&cfg.l2)])
                 .collect(),
+            mshrs: (0..cores.max(1))
+                .map(|_| Mshrs {
+                    busy_until: vec![0; cfg.l1d.mshrs.unwrap_or(1).max(1) as usize],
+                })
+                .collect(),
+            mshr_stats: MshrStats::default(),
             llc: Cache::new(&cfg.llc),
             dram: Dram::new(dram, core_ghz),
             core: 0,
@@ -119,6 +162,7 @@ impl Hierarchy {
         let mut latency = 0;
         let [l1d, l2] = &mut self.private[self.core];
         let llc = &mut self.llc;
+        let mut served = Level::Dram;
         // One loop, one call site of `Cache::access`: it stays inlined.
         for level in (entry as usize)..3 {
             let cache = match level {
@@ -128,20 +172,59 @@ impl Hierarchy {
             };
             latency += cache.latency();
             if cache.access(line, kind, write) {
-                return (latency, Level::ALL[level]);
+                if level == 0 {
+                    return (latency, Level::L1d);
+                }
+                served = Level::ALL[level];
+                break;
             }
         }
+        self.beyond_l1d(addr, kind, now, entry, latency, served)
+    }
+
+    /// The part of an access that missed the L1D (or entered below it): the wait for an L1D
+    /// MSHR, DRAM if no cache held the line. Kept out of line so the hit path of
+    /// [`Hierarchy::access`] stays small enough to inline.
+    #[inline(never)]
+    fn beyond_l1d(
+        &mut self,
+        addr: PhysAddr,
+        kind: MemKind,
+        now: u64,
+        entry: Level,
+        mut latency: u64,
+        served: Level,
+    ) -> (u64, Level) {
         if self.timing == Timing::WarmCaches {
-            // Fast-forward: DRAM's banks must not run ahead of the detailed run's clock.
-            return (latency, Level::Dram);
+            // Fast-forward: no MSHR is held, and DRAM's banks must not run ahead of the
+            // detailed run's clock.
+            return (latency, served);
         }
-        let requester = if kind.is_translation() {
-            Requester::Translation
+        // A miss in the L1D needs one of its MSHRs from when the miss is known until the fill.
+        let mshr = if entry == Level::L1d {
+            let l1_latency = self.private[self.core][0].latency();
+            let (i, wait) = self.mshrs[self.core].claim(now + l1_latency);
+            if wait > 0 {
+                self.mshr_stats.waits += 1;
+                self.mshr_stats.wait_cycles += wait;
+                latency += wait;
+            }
+            Some(i)
         } else {
-            Requester::Data
+            None
         };
-        latency += self.dram.access(addr, now + latency, requester);
-        (latency, Level::Dram)
+        if served == Level::Dram {
+            let requester = if kind.is_translation() {
+                Requester::Translation
+            } else {
+                Requester::Data
+            };
+            latency += self.dram.access(addr, now + latency, requester);
+        }
+        if let Some(i) = mshr {
+            self.mshrs[self.core].busy_until[i] = now + latency;
+        }
+        (latency, served)
     }
 
     /// The cache of `level` of `core` (the LLC is the same for every core).
@@ -174,5 +257,104 @@ impl Hierarchy {
         }
         self.llc.reset_stats();
         self.dram.reset_stats();
+        self.mshr_stats = MshrStats::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assoc::Replacement;
+    use crate::mem::cache::CacheConfig;
+
+    fn level(size: u64, latency: u32, mshrs: Option<u32>) -> CacheConfig {
+        CacheConfig {
+            size,
+            ways: 4,
+            latency,
+            replacement: Replacement::Lru,
+            mshrs,
+        }
+    }
+
+    /// One core with `mshrs` L1D MSHRs over a 1 GHz DRAM of 32 banks.
+    fn hierarchy(mshrs: u32) -> Hierarchy {
+        let caches = CacheHierarchyConfig {
+            l1d: level(4096, 1, Some(mshrs)),
+            l2: level(8192, 2, None),
+            llc: level(16384, 3, None),
+        };
+        let dram = DramConfig {
+            channels: 1,
+            ranks: 1,
+            banks: 32,
+            row_bytes: 8192,
+            rows: Some(1024),
+            mapping: "row:rank:bank:channel:column".into(),
+            tck_ns: 1.0,
+            tcl: 10,
+            trcd: 10,
+            trp: 10,
+            tras: 20,
+            burst_cycles: 1,
+            controller_ns: 0.0,
+        };
+        Hierarchy::new(&caches, &dram, 1.0, 1)
+    }
+
+    /// `k` independent misses issued together, each to its own DRAM bank (so DRAM does not
+    /// serialise them): the cycle the last one completes.
+    fn last_fill(h: &mut Hierarchy, k: u64) -> u64 {
+        (0..k)
+            .map(|i| {
+                let addr = PhysAddr(i * 8192);
+                let (lat, lvl) = h.access(addr, MemKind::DATA, false, 0, Level::L1d);
+                assert_eq!(lvl, Level::Dram);
+                lat
+            })
+            .max()
+            .unwrap()
+    }
+
+    #[test]
+    fn mshrs_bound_overlapping_misses() {
+        // A lone miss: 1 + 2 + 3 cycles of lookups, then an empty-row DRAM read.
+        let single = last_fill(&mut hierarchy(1), 1);
+        for (mshrs, k) in [(4u32, 16u64), (8, 16), (3, 10)] {
+            let mut h = hierarchy(mshrs);
+            let last = last_fill(&mut h, k);
+            let rounds = k.div_ceil(mshrs as u64);
+            // Each round starts when the previous one's fills return (after the L1D lookup).
+            assert!(
+                last >= rounds * (single - 1) && last <= rounds * single,
+                "{mshrs} MSHRs, {k} misses: last fill at {last}, lone miss {single}"
+            );
+            assert_eq!(h.mshr_stats.waits, k - mshrs as u64);
+        }
+        // Enough MSHRs: the misses overlap completely and none waits.
+        let mut h = hierarchy(64);
+        assert_eq!(last_fill(&mut h, 16), single);
+        assert_eq!(h.mshr_stats.waits, 0);
+    }
+
+    #[test]
+    fn hits_and_fast_forward_take_no_mshr() {
+        let mut h = hierarchy(1);
+        let a = PhysAddr(0);
+        h.access(a, MemKind::DATA, false, 0, Level::L1d);
+        // The line is in the L1D now: a hit needs no MSHR even while the miss is in flight.
+        assert_eq!(
+            h.access(a, MemKind::DATA, false, 1, Level::L1d),
+            (1, Level::L1d)
+        );
+        h.set_timing(Timing::WarmCaches);
+        h.access(PhysAddr(1 << 20), MemKind::DATA, false, 0, Level::L1d);
+        assert_eq!(h.mshr_stats.waits, 0);
+        // Requests entering below the L1D (a walker at the L2) do not use its MSHRs.
+        h.set_timing(Timing::Detailed);
+        for i in 0..4 {
+            h.access(PhysAddr((i + 8) << 20), MemKind::DATA, false, 0, Level::L2);
+        }
+        assert_eq!(h.mshr_stats.waits, 0);
     }
 }

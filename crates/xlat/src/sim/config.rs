@@ -144,9 +144,7 @@ impl Validate for SimConfig {
     fn validate(&self) -> Result<()> {
         self.core.validate()?;
         self.mmu.validate()?;
-        self.cache.l1d.validate("cache.l1d")?;
-        self.cache.l2.validate("cache.l2")?;
-        self.cache.llc.validate("cache.llc")?;
+        self.cache.validate()?;
         self.dram.validate("dram")?;
         if !(1..=MAX_CORES).contains(&self.sim.cores) {
             return Err(Error::config(

@@ -81,6 +81,8 @@ pub struct CachesSnapshot {
     pub l1d: CacheSnapshot,
     pub l2: CacheSnapshot,
     pub llc: CacheSnapshot,
+    /// The L1D's miss-status registers (over all cores): misses that waited for one.
+    pub l1d_mshr: crate::mem::hierarchy::MshrStats,
 }
 
 /// The `fast_forward` subtree: what ran functionally before the measurement.

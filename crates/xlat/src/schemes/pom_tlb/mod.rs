@@ -237,7 +237,7 @@ impl Scheme for PomTlb {
         let cfg = &ctx.sections.pom_tlb;
         let base = cfg.reserve(buddy)?;
         Ok(PomTlbMmu {
-            walker: RadixWalker::new(&ctx.sections.radix.pwc),
+            walker: ctx.sections.radix.walker(),
             l3: PomTlbArray::new(
                 cfg.geometry(),
                 cfg.replacement,

@@ -25,9 +25,13 @@ pub use walker::RadixWalker;
 pub struct RadixConfig {
     /// Radix levels: 4 (48-bit VA) or 5 (57-bit VA).
     pub levels: u32,
-    /// Split page-walk caches, one per non-leaf level (PML4, PDPT, PD), each of this geometry;
-    /// `entries = 0` removes them.
+    /// Split page-walk caches, one per non-leaf level (PML4, PDPT, PD), each of this geometry
+    /// unless `pwc_levels` gives its own; `entries = 0` removes them.
     pub pwc: TlbConfig,
+    /// Per-level PWC geometry, by level name (`pd`, `pdpt`, `pml4`, `pml5`), replacing `pwc`
+    /// for that level. A PML5-entry cache exists only if given here (and `levels = 5`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pwc_levels: BTreeMap<String, TlbConfig>,
 }
 
 impl Default for RadixConfig {
@@ -42,6 +46,7 @@ impl Default for RadixConfig {
                 replacement: Replacement::Lru,
                 page_sizes: vec![PageSize::Size4K],
             },
+            pwc_levels: BTreeMap::new(),
         }
     }
 }
@@ -54,7 +59,34 @@ impl RadixConfig {
                 format!("must be 4 or 5, got {}", self.levels),
             ));
         }
-        self.pwc.validate(&format!("{path}.pwc"))
+        self.pwc.validate(&format!("{path}.pwc"))?;
+        for (name, c) in &self.pwc_levels {
+            if !walker::PWC_NAMES.contains(&name.as_str()) {
+                return Err(Error::config(
+                    format!("{path}.pwc_levels.{name}"),
+                    format!(
+                        "no such PWC level; expected one of {}",
+                        walker::PWC_NAMES.join(", ")
+                    ),
+                ));
+            }
+            c.validate(&format!("{path}.pwc_levels.{name}"))?;
+        }
+        Ok(())
+    }
+
+    /// The PWC geometry of each level (`pd`, `pdpt`, `pml4`, `pml5`).
+    pub fn pwc_geometry(&self) -> [Option<&TlbConfig>; 4] {
+        walker::PWC_NAMES.map(|name| match self.pwc_levels.get(name) {
+            Some(c) => Some(c),
+            None if name != "pml5" => Some(&self.pwc),
+            None => None,
+        })
+    }
+
+    /// A walker with these PWCs.
+    pub fn walker(&self) -> RadixWalker {
+        RadixWalker::new(self.pwc_geometry())
     }
 
     /// A new, empty radix table.
@@ -98,7 +130,7 @@ impl Scheme for Radix {
     type Mmu = RadixWalker;
 
     fn mmu(ctx: &BuildCtx, _: &mut BuddyAllocator) -> Result<RadixWalker> {
-        Ok(RadixWalker::new(&ctx.sections.radix.pwc))
+        Ok(ctx.sections.radix.walker())
     }
 
     fn new_table(ctx: &BuildCtx, pt: &mut PtContext, _pid: u16) -> Result<TableOf<Self>> {

@@ -2,9 +2,10 @@
 //!
 //! Each PWC caches non-leaf entries of one level, keyed by the virtual-address bits that select
 //! them: the PD-entry cache (VA[47:21]) yields the PT page, the PDPT-entry cache (VA[47:30]) the PD
-//! page, the PML4-entry cache (VA[47:39]) the PDPT page. All are probed in parallel; the walk
-//! resumes below the deepest hit. A cold 4 KiB walk reads 4 entries, 2 MiB 3, 1 GiB 2; a PD-cache
-//! hit leaves one.
+//! page, the PML4-entry cache (VA[47:39]) the PDPT page; with a 5-level table an optional
+//! PML5-entry cache (VA[56:48]) yields the PML4 page. All are probed in parallel; the walk
+//! resumes below the deepest hit. A cold 4 KiB walk reads 4 entries (5 with 5 levels), 2 MiB 3,
+//! 1 GiB 2; a PD-cache hit leaves one.
 
 use crate::addr::{PageSize, Pfn, VirtAddr};
 use crate::assoc::SetAssoc;
@@ -15,9 +16,10 @@ use crate::pt::radix::{entry_addr, entry_frame, leaf_size, RadixPageTable, PRESE
 use crate::pt::store::PtStore;
 use serde::Serialize;
 
-/// PWC levels: entries of levels 2 (PD), 3 (PDPT), 4 (PML4).
-const PWC_LEVELS: [u32; 3] = [2, 3, 4];
-const PWC_NAMES: [&str; 3] = ["pd", "pdpt", "pml4"];
+/// PWC levels: entries of levels 2 (PD), 3 (PDPT), 4 (PML4), 5 (PML5).
+const PWC_LEVELS: [u32; 4] = [2, 3, 4, 5];
+/// Their names, as in `schemes.radix.pwc_levels` and the `mmu.pwc` stats.
+pub const PWC_NAMES: [&str; 4] = ["pd", "pdpt", "pml4", "pml5"];
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct PwcStats {
@@ -27,9 +29,10 @@ pub struct PwcStats {
 
 pub struct RadixWalker {
     /// Indexed by `level - 2`; `None` when the PWC is configured away (`entries = 0`).
-    pwc: [Option<SetAssoc<Pfn>>; 3],
+    pwc: [Option<SetAssoc<Pfn>>; 4],
+    /// The slowest PWC's latency (they are probed in parallel).
     pwc_latency: u64,
-    pub pwc_stats: [PwcStats; 3],
+    pub pwc_stats: [PwcStats; 4],
 }
 
 /// VA bits that select the entry of `level`: everything above the range that entry maps.
@@ -44,19 +47,23 @@ fn pwc_tag(prefix: u64, asid: u16) -> u64 {
 }
 
 impl RadixWalker {
-    pub fn new(cfg: &TlbConfig) -> RadixWalker {
-        let make = || {
-            (cfg.entries > 0)
-                .then(|| SetAssoc::new(cfg.sets() as usize, cfg.ways as usize, cfg.replacement))
+    /// The walker with the PWCs `geometry` gives each level (`pd`, `pdpt`, `pml4`, `pml5`),
+    /// absent where it gives none.
+    pub fn new(geometry: [Option<&TlbConfig>; 4]) -> RadixWalker {
+        let make = |cfg: Option<&TlbConfig>| {
+            cfg.filter(|c| c.entries > 0)
+                .map(|c| SetAssoc::new(c.sets() as usize, c.ways as usize, c.replacement))
         };
         RadixWalker {
-            pwc: [make(), make(), make()],
-            pwc_latency: if cfg.entries > 0 {
-                cfg.latency as u64
-            } else {
-                0
-            },
-            pwc_stats: [PwcStats::default(); 3],
+            pwc: geometry.map(make),
+            pwc_latency: geometry
+                .iter()
+                .flatten()
+                .filter(|c| c.entries > 0)
+                .map(|c| c.latency as u64)
+                .max()
+                .unwrap_or(0),
+            pwc_stats: [PwcStats::default(); 4],
         }
     }
 
@@ -126,7 +133,15 @@ impl RadixWalker {
         self.pwc_stats = Default::default();
     }
 
+    /// Hits and misses of each PWC: always `pd`, `pdpt`, `pml4`, and `pml5` when there is one.
     pub fn pwc_snapshot(&self) -> std::collections::BTreeMap<&'static str, PwcStats> {
-        PWC_NAMES.iter().copied().zip(self.pwc_stats).collect()
+        PWC_NAMES
+            .iter()
+            .copied()
+            .zip(self.pwc_stats)
+            .enumerate()
+            .filter(|&(i, _)| i < 3 || self.pwc[i].is_some())
+            .map(|(_, named)| named)
+            .collect()
     }
 }

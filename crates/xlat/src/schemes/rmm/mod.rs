@@ -105,7 +105,7 @@ impl RmmMmu {
     pub fn new(ctx: &BuildCtx) -> RmmMmu {
         let cfg = &ctx.sections.rmm;
         RmmMmu {
-            walker: RadixWalker::new(&ctx.sections.radix.pwc),
+            walker: ctx.sections.radix.walker(),
             tlb: RangeTlb::new(cfg.range_tlb_entries as usize),
             tlb_latency: cfg.range_tlb_latency as u64,
             entry: ctx.mmu.walker_entry.level(),

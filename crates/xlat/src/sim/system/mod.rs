@@ -204,7 +204,8 @@ impl<S: Scheme> System<S> {
         let unit = &mut self.cores[c];
         let before = unit.core.instructions();
         unit.core.non_memory(rec.instr_delta);
-        let issue = unit.core.issue_memory(rec.dep, rec.core);
+        let store = rec.op == Op::Store;
+        let issue = unit.core.issue_memory(rec.dep, rec.core, store);
         let t =
             match unit
                 .mmu
@@ -216,7 +217,6 @@ impl<S: Scheme> System<S> {
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
         }
-        let store = rec.op == Op::Store;
         let data_at = issue + t.latency;
         let (data_latency, _) = self
             .mem
@@ -570,6 +570,7 @@ impl<S: Scheme> System<S> {
                 l1d: self.mem.snapshot(Level::L1d),
                 l2: self.mem.snapshot(Level::L2),
                 llc: self.mem.snapshot(Level::Llc),
+                l1d_mshr: self.mem.mshr_stats,
             },
             dram: self.mem.dram.stats().clone(),
             os: self.os.snapshot(),

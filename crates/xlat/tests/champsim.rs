@@ -1,0 +1,199 @@
+//! The `champsim` preset replays ChampSim-format traces: its DTLB and STLB miss counts equal
+//! those of an independent set-associative LRU model of ChampSim's TLBs, and its 5-level
+//! walks go through the PSCL5..PSCL2 paging-structure caches.
+
+use xlat::addr::VirtAddr;
+use xlat::trace::champsim::ChampSimWriter;
+use xlat::trace::compress::Compression;
+use xlat::trace::{Op, Record};
+
+/// A set-associative LRU array of page numbers, written for this test: set = page mod sets,
+/// each set a list ordered most recently used first.
+struct LruTlb {
+    sets: Vec<Vec<u64>>,
+    ways: usize,
+}
+
+impl LruTlb {
+    fn new(sets: usize, ways: usize) -> LruTlb {
+        LruTlb {
+            sets: vec![Vec::new(); sets],
+            ways,
+        }
+    }
+
+    /// Look `page` up; a hit moves it to the front.
+    fn hit(&mut self, page: u64) -> bool {
+        let n = self.sets.len() as u64;
+        let set = &mut self.sets[(page % n) as usize];
+        match set.iter().position(|&p| p == page) {
+            Some(i) => {
+                set.remove(i);
+                set.insert(0, page);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Insert `page` (known absent) as most recently used, evicting the least recently used.
+    fn fill(&mut self, page: u64) {
+        let n = self.sets.len() as u64;
+        let set = &mut self.sets[(page % n) as usize];
+        set.insert(0, page);
+        set.truncate(self.ways);
+    }
+}
+
+/// ChampSim's DTLB (16 sets x 4 ways) in front of its STLB (128 sets x 12 ways): an STLB hit
+/// fills the DTLB; a miss in both walks and fills both. Returns (DTLB misses, STLB misses).
+fn reference_misses(records: &[Record]) -> (u64, u64) {
+    let mut dtlb = LruTlb::new(16, 4);
+    let mut stlb = LruTlb::new(128, 12);
+    let (mut l1, mut l2) = (0, 0);
+    for r in records {
+        let page = r.vaddr.0 >> 12;
+        if dtlb.hit(page) {
+            continue;
+        }
+        l1 += 1;
+        if !stlb.hit(page) {
+            l2 += 1;
+            stlb.fill(page);
+        }
+        dtlb.fill(page);
+    }
+    (l1, l2)
+}
+
+/// A deterministic mix of what stresses a TLB: random pages over 64 MiB, strided runs,
+/// and re-visits of a small hot set, loads and stores, a few non-memory instructions between.
+fn records(n: usize) -> Vec<Record> {
+    let base = 0x7f12_3400_0000u64;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    (0..n)
+        .map(|i| {
+            let r = next();
+            let offset = match (i / 2000) % 3 {
+                0 => r % (64 << 20),                             // random over 16 Ki pages
+                1 => (i as u64 * 4160) % (48 << 20),             // strided, a page and a line
+                _ => (r % 96) * 4096 + (r >> 32) % 4096 / 8 * 8, // a hot set of 96 pages
+            };
+            Record {
+                vaddr: VirtAddr(base + (offset & !7)),
+                op: if r >> 60 < 4 { Op::Store } else { Op::Load },
+                size: 8,
+                core: 0,
+                pid: 0,
+                instr_delta: (r >> 40) as u32 % 4,
+                dep: 0,
+            }
+        })
+        .collect()
+}
+
+fn write_trace(path: &std::path::Path, recs: &[Record]) {
+    let mut w = ChampSimWriter::create(path, Compression::Xz).unwrap();
+    for r in recs {
+        w.write(r).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+fn run(path: &std::path::Path, extra: &[&str]) -> serde_json::Value {
+    let ov: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    let cfg = xlat::run::resolve("champsim", &ov, Some(path)).unwrap();
+    let stats = xlat::run::run(cfg, None, &mut |_, _| Ok(())).unwrap();
+    serde_json::from_str(&stats.to_json()).unwrap()
+}
+
+#[test]
+fn champsim_tlb_misses_match_an_lru_reference_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mix.champsimtrace.xz");
+    let recs = records(60_000);
+    write_trace(&path, &recs);
+    let s = run(&path, &["sim.verify=true"]);
+    let (want_l1, want_l2) = reference_misses(&recs);
+    let got_l1 = s["mmu"]["l1tlb"]["misses"].as_u64().unwrap();
+    let got_l2 = s["mmu"]["l2tlb"]["misses"].as_u64().unwrap();
+    assert_eq!((got_l1, got_l2), (want_l1, want_l2));
+    // The trace is built to miss: thousands of STLB misses, not a handful.
+    assert!(
+        want_l2 > 10_000 && want_l1 > want_l2 + 5_000,
+        "{want_l1} {want_l2}"
+    );
+    assert_eq!(s["mmu"]["l1tlb"]["accesses"].as_u64().unwrap(), 60_000);
+    assert_eq!(
+        s["verify"]["translations_checked"].as_u64().unwrap(),
+        60_000
+    );
+    // Every first touch faults (pages mapped on first touch), at ChampSim's 200 cycles.
+    let pages: std::collections::BTreeSet<u64> = recs.iter().map(|r| r.vaddr.0 >> 12).collect();
+    assert_eq!(
+        s["os"]["faults"]["minor"].as_u64().unwrap(),
+        pages.len() as u64
+    );
+    // 5-level walks through all four paging-structure caches, PSCL5 included.
+    let pwc = &s["mmu"]["pwc"];
+    for level in ["pml5", "pml4", "pdpt", "pd"] {
+        let probes = pwc[level]["hits"].as_u64().unwrap() + pwc[level]["misses"].as_u64().unwrap();
+        assert!(probes > 0, "{level}: {pwc}");
+    }
+}
+
+/// Touch each page of a 16 MiB array once, then `n` loads at random lines of it: independent
+/// misses, every page already mapped.
+fn random_loads(n: usize) -> Vec<Record> {
+    let base = 0x5500_0000_0000u64;
+    let pages = 4096u64;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let touch = (0..pages).map(|p| base + p * 4096);
+    let random = (0..n).map(|_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        base + (x % (pages * 4096)) / 64 * 64
+    });
+    touch
+        .chain(random)
+        .map(|a| Record {
+            vaddr: VirtAddr(a),
+            op: Op::Load,
+            size: 8,
+            core: 0,
+            pid: 0,
+            instr_delta: 1,
+            dep: 0,
+        })
+        .collect()
+}
+
+#[test]
+fn champsim_bounds_bind_on_independent_misses() {
+    // Independent loads missing the caches: with ChampSim's 16 L1D MSHRs some wait for one;
+    // with as many MSHRs and queue entries as ROB entries none does, and the run is faster.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("random.champsimtrace.xz");
+    write_trace(&path, &random_loads(8000));
+    let bounded = run(&path, &[]);
+    let unbounded = run(
+        &path,
+        &[
+            "cache.l1d.mshrs=1024",
+            "core.lq_size=352",
+            "core.sq_size=352",
+        ],
+    );
+    let waits = |s: &serde_json::Value| s["cache"]["l1d_mshr"]["waits"].as_u64().unwrap();
+    let cycles = |s: &serde_json::Value| s["core"]["cycles"].as_u64().unwrap();
+    assert!(waits(&bounded) > 1000, "{}", waits(&bounded));
+    assert_eq!(waits(&unbounded), 0);
+    assert!(cycles(&bounded) > cycles(&unbounded));
+}
