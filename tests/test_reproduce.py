@@ -56,7 +56,14 @@ def test_reproduction_at_tiny_scale(reproduction_id: str, tmp_path: Path) -> Non
     table = outcome.comparison
     assert list(table.columns) == ["quantity", "ours", "paper", "ratio", "source"]
     assert len(table) == len(experiments.published(reproduction_id))
-    for row in table.itertuples(index=False):
+    markdown = (outcome.out / "comparison.md").read_text()
+    keys = experiments.published(reproduction_id)["key"]
+    for key, row in zip(keys, table.itertuples(index=False)):
+        if key in outcome.analysis.undefined:
+            # An undefined value is shown as such, with its reason, never as a number.
+            assert row.ours is not None and math.isnan(row.ours), row.quantity
+            assert f"* n/a: {row.quantity}: {outcome.analysis.undefined[key]}" in markdown
+            continue
         assert row.ours is not None and math.isfinite(row.ours), row.quantity
         assert math.isclose(row.ratio, row.ours / row.paper)
     html = outcome.report.read_text()
@@ -66,7 +73,6 @@ def test_reproduction_at_tiny_scale(reproduction_id: str, tmp_path: Path) -> Non
     # not shown there: then its reason must stand beside the verdict. utopia-fig1-2 is marked
     # at every scale; mehpt-fig8 and mehpt-fig10 hold at quick scale and are marked at tiny
     # (their reasons say why) rather than checked with a looser tiny tolerance.
-    markdown = (outcome.out / "comparison.md").read_text()
     assert outcome.direction.startswith(f"direction: {rep.direction} — ")
     assert outcome.direction in markdown
     reason = rep.direction_not_shown.get("tiny")

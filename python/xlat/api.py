@@ -338,6 +338,23 @@ def resolve_config(
     return engine().resolve(os.fspath(config), ovr)
 
 
+def hpt_way_limits(
+    config: PathLike = "mehpt",
+    overrides: Sequence[str] = (),
+    max_bytes: int = 64 << 20,
+) -> list[dict[str, Any]]:
+    """ME-HPT Table II measured on real tables: one way of a 4 KiB-page ME-HPT with
+    ``config``'s ``[schemes.hashed.table]`` is upsized until the table moves to a larger chunk
+    size (or refuses), up to ``max_bytes`` of table memory (held in host memory).
+
+    Returns one ``{"chunk_bytes", "max_way_bytes", "l2p_entries", "ended_by"}`` per chunk size;
+    ``max_way_bytes`` is ``None`` where the limit lies beyond ``max_bytes``.
+    """
+    return json.loads(
+        engine().hpt_way_limits(os.fspath(config), [str(o) for o in overrides], int(max_bytes))
+    )
+
+
 def presets() -> list[str]:
     """Names of the built-in presets (e.g. ``"baseline-radix"``, ``"perfect-tlb"``)."""
     return list(engine().presets())

@@ -515,7 +515,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _format_comparison_table(table: Any) -> str:
     def num(v: Any) -> str:
-        return "-" if v is None or v != v else f"{v:.3g}"
+        return "n/a" if v is None or v != v else f"{v:.3g}"
 
     width = max([len("quantity"), *(len(q) for q in table["quantity"])])
     lines = [f"  {'quantity':<{width}}  {'ours':>9}  {'paper':>9}  {'ratio':>7}"]
@@ -556,6 +556,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         outcomes.append(outcome)
         _print(f"{rep.id}: {rep.paper} {rep.figure}: {rep.title}")
         _print(_format_comparison_table(outcome.comparison))
+        notes = experiments.registry.undefined_notes(rep.id, outcome.analysis)
+        if notes.strip():
+            _print(notes.strip("\n"))
+        if outcome.analysis.summary:
+            _print(outcome.analysis.summary)
         _print(f"  {outcome.direction}")
         _print(f"  -> {outcome.report}\n")
     if len(outcomes) > 1:

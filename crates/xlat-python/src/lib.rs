@@ -144,6 +144,19 @@ fn resolve(config: &str, overrides: Vec<String>, trace: Option<PathBuf>) -> PyRe
         .map_err(to_py)
 }
 
+/// ME-HPT Table II from real tables (JSON list of `{chunk_bytes, max_way_bytes, ...}`).
+#[pyfunction]
+fn hpt_way_limits(
+    py: Python<'_>,
+    config: String,
+    overrides: Vec<String>,
+    max_bytes: u64,
+) -> PyResult<String> {
+    py.detach(move || xlat::run::hpt_way_limits(&config, &overrides, max_bytes))
+        .map(|r| serde_json::to_string(&r).expect("limits serialise"))
+        .map_err(to_py)
+}
+
 #[pyfunction]
 fn presets() -> Vec<&'static str> {
     xlat::config::presets::names()
@@ -193,6 +206,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("XlatError", m.py().get_type::<XlatError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(hpt_way_limits, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(preset_text, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;

@@ -20,6 +20,18 @@ pub fn resolve(spec: &str, overrides: &[String], trace: Option<&Path>) -> Result
     SimConfig::load(spec, &ov)
 }
 
+/// ME-HPT Table II measured on real tables: for each chunk size of `spec`'s
+/// `[schemes.hashed.table]`, the largest 4 KiB-page way it builds, growing one way up to
+/// `max_bytes` of table memory (see `pt::hashed::limits`).
+pub fn hpt_way_limits(
+    spec: &str,
+    overrides: &[String],
+    max_bytes: u64,
+) -> Result<Vec<crate::pt::hashed::limits::WayLimit>> {
+    let cfg = SimConfig::load(spec, overrides)?;
+    crate::pt::hashed::limits::way_limits(&cfg.schemes.hashed.table, max_bytes)
+}
+
 /// Run `cfg`. If `out` is given, write `stats.json` and `config.toml` there (atomically: a
 /// crash never leaves a half-written file that looks like a result).
 pub fn run(

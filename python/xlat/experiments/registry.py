@@ -20,6 +20,7 @@ README's main job), ``full`` (closer to the papers' sizes; hours).
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -89,6 +90,12 @@ class Analysis:
     """Our value of every quantity key the paper states (see :file:`published.toml`)."""
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
     """Extra tables (per-workload numbers behind the figures)."""
+    undefined: dict[str, str] = field(default_factory=dict)
+    """Quantity key -> why our value is undefined (no table to measure, a division by zero).
+    Such a value is NaN in ``values`` and printed as "n/a" with its reason, never as 0."""
+    summary: str = ""
+    """Text printed under the comparison table (terminal, ``comparison.md``, report): what
+    the reader needs beside the paper's numbers, e.g. a sensitivity table."""
 
 
 @dataclass(frozen=True)
@@ -205,11 +212,15 @@ def _direction_verdict(rep: Reproduction, scale: str, holds: bool) -> str:
 
 
 def comparison(reproduction_id: str, ours: Mapping[str, float]) -> pd.DataFrame:
-    """The table "quantity | ours | paper | ratio | source" of one reproduction."""
+    """The table "quantity | ours | paper | ratio | source" of one reproduction. A value that
+    is undefined (NaN) has no ratio either (NaN; printed "n/a")."""
     rows = []
     for entry in published(reproduction_id).to_dict("records"):
         value = ours.get(entry["key"])
-        ratio = value / entry["value"] if value is not None and entry["value"] else None
+        defined = value is not None and not math.isnan(value)
+        ratio = value / entry["value"] if defined and entry["value"] else math.nan
+        if value is not None and not defined:
+            value = math.nan
         rows.append(
             {
                 "quantity": entry["quantity"],
@@ -225,13 +236,24 @@ def comparison(reproduction_id: str, ours: Mapping[str, float]) -> pd.DataFrame:
 def _markdown(frame: pd.DataFrame) -> str:
     def cell(v: Any) -> str:
         if isinstance(v, float):
-            return f"{v:.3g}"
+            return "n/a" if math.isnan(v) else f"{v:.3g}"
         return "" if v is None else str(v)
 
     head = "| " + " | ".join(frame.columns) + " |"
     rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
     body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(False)]
     return "\n".join([head, rule, *body]) + "\n"
+
+
+def undefined_notes(reproduction_id: str, analysis: Analysis) -> str:
+    """One line per quantity of the table whose value is n/a, with the reason."""
+    names = dict(published(reproduction_id)[["key", "quantity"]].itertuples(index=False))
+    lines = [
+        f"* n/a: {names[key]}: {reason}"
+        for key, reason in sorted(analysis.undefined.items())
+        if key in names
+    ]
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def _workload_keys(df: pd.DataFrame, workloads: Mapping[str, Mapping[str, Any]]) -> pd.Series:
@@ -326,8 +348,14 @@ def reproduce(
     holds = bool(rep.direction_check(df, analysis.values))
     verdict = _direction_verdict(rep, scale, holds)
     table = comparison(rep.id, analysis.values)
-    write_atomic(base / "comparison.csv", table.to_csv(index=False))
-    write_atomic(base / "comparison.md", _markdown(table) + f"\n{verdict}\n")
+    write_atomic(base / "comparison.csv", table.to_csv(index=False, na_rep="n/a"))
+    write_atomic(
+        base / "comparison.md",
+        _markdown(table)
+        + undefined_notes(rep.id, analysis)
+        + (f"\n{analysis.summary}\n" if analysis.summary else "")
+        + f"\n{verdict}\n",
+    )
     write_atomic(base / "values.json", json.dumps(analysis.values, indent=2, sort_keys=True))
     figures = []
     for n, (_caption, fig) in enumerate(analysis.figures, 1):
@@ -337,6 +365,9 @@ def reproduce(
         base / "report.html",
         title=f"{rep.paper} {rep.figure}: {rep.title} (scale: {scale})",
         figures=analysis.figures,
-        tables=[(f"Ours vs the paper; {verdict}. {rep.notes}", table), *analysis.tables],
+        tables=[
+            (f"Ours vs the paper; {verdict}. {analysis.summary} {rep.notes}", table),
+            *analysis.tables,
+        ],
     )
     return Outcome(rep, base, df, table, figures, report, analysis, holds, verdict)

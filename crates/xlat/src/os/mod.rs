@@ -79,11 +79,16 @@ pub struct FaultStats {
     pub thp_fallbacks: u64,
     /// 1 GiB requests that fell back to smaller pages (no free order-18 block).
     pub huge_1g_fallbacks: u64,
-    /// Cycles charged for faults (the minor-fault cost plus page-table allocation).
+    /// Cycles charged for faults (the minor-fault cost plus page-table allocation and
+    /// rehashing).
     pub cycles: u64,
     /// Cycles the page tables spent allocating contiguous memory (hashed tables, §III of
     /// ME-HPT), at faults and at pre-population; the faults' share is part of `cycles`.
     pub pt_alloc_cycles: u64,
+    /// Cycles the page tables spent moving entries (hashed tables: rehashes of resizing
+    /// ways, cuckoo re-insertions), at faults and at pre-population; the faults' share is
+    /// part of `cycles`.
+    pub pt_rehash_cycles: u64,
     /// Pages mapped by pre-population at setup (not faults, not charged).
     pub populated: u64,
     /// 4 KiB pages compaction migrated to make room for contiguous page-table blocks (each
@@ -234,10 +239,11 @@ impl<T: PageTable> Os<T> {
 
     /// Handle a page fault at `va`: choose a page size, allocate the frame(s), write the page
     /// table, record ground truth. Returns the new mapping and the cycles the fault costs the
-    /// core: the minor-fault cost plus whatever the page table spent allocating memory.
+    /// core: the minor-fault cost plus whatever the page table spent allocating memory and
+    /// moving entries (all in the handler, so the faulting core waits for it).
     pub fn fault(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize, u64)> {
-        let (pfn, size, alloc_cycles) = self.map_page(pid, va)?;
-        let cycles = self.cfg.minor_fault_cycles + alloc_cycles;
+        let (pfn, size, pt_cycles) = self.map_page(pid, va)?;
+        let cycles = self.cfg.minor_fault_cycles + pt_cycles;
         self.stats.faults.minor += 1;
         self.stats.faults.cycles += cycles;
         Ok((pfn, size, cycles))
@@ -265,21 +271,26 @@ impl<T: PageTable> Os<T> {
         let (p, mut ctx, frames) = self.process_and_pt(pid)?;
         let mapped = p.fault(&mut ctx, frames, va, paging, &mut faults);
         let mut alloc_cycles = p.pt.take_alloc_cycles();
+        let mut rehash_cycles = p.pt.take_rehash_cycles();
         self.stats.faults = faults;
         let (pfn, size) = mapped?;
-        alloc_cycles += self.remap_migrated()?;
+        let (remap_alloc, remap_rehash) = self.remap_migrated()?;
+        alloc_cycles += remap_alloc;
+        rehash_cycles += remap_rehash;
         self.stats.faults.pt_alloc_cycles += alloc_cycles;
-        Ok((pfn, size, alloc_cycles))
+        self.stats.faults.pt_rehash_cycles += rehash_cycles;
+        Ok((pfn, size, alloc_cycles + rehash_cycles))
     }
 
     /// Remap the pages compaction migrated (a remap can grow a table and compact again);
-    /// returns the page-table allocation cycles the remaps cost.
-    fn remap_migrated(&mut self) -> Result<u64> {
+    /// returns the page-table allocation and rehash cycles the remaps cost.
+    fn remap_migrated(&mut self) -> Result<(u64, u64)> {
         let mut cycles = 0;
+        let mut rehash = 0;
         loop {
             let moves = self.buddy.take_moves();
             if moves.is_empty() {
-                return Ok(cycles);
+                return Ok((cycles, rehash));
             }
             for (old, new) in moves {
                 // Frames without an owner are fragmentation pins: nothing maps them.
@@ -290,6 +301,7 @@ impl<T: PageTable> Os<T> {
                     };
                     if let Some(vpn) = p.migrate(&mut ctx, old, new)? {
                         cycles += p.pt.take_alloc_cycles();
+                        rehash += p.pt.take_rehash_cycles();
                         self.shootdowns.push((p.pid, vpn));
                         self.stats.faults.migrated += 1;
                         break;

@@ -16,6 +16,27 @@ pub enum MapKind {
     /// Explicit 1 GiB pages (hugetlbfs `MAP_HUGE_1GB`), falling back to smaller pages when no
     /// free 1 GiB block exists.
     Huge1G,
+    /// Anonymous memory in which `no_thp_per_mille` of every thousand 2 MiB ranges cannot get
+    /// a huge page: data built from many allocations (GraphBIG's vertex and edge objects), some
+    /// of which land in heap ranges THP does not back (grown in small increments, unaligned,
+    /// or `MADV_NOHUGEPAGE`). Which ranges is a fixed hash of the range's number.
+    AnonMixed { no_thp_per_mille: u16 },
+}
+
+impl Vma {
+    /// Whether THP may back the 2 MiB range holding `vpn` with a huge page.
+    pub fn thp_eligible(&self, vpn: Vpn) -> bool {
+        match self.kind {
+            MapKind::AnonMixed { no_thp_per_mille } => {
+                let mut x = (vpn.0 >> 9).wrapping_add(0x9E37_79B9_7F4A_7C15);
+                x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                x ^= x >> 31;
+                x % 1000 >= no_thp_per_mille as u64
+            }
+            _ => true,
+        }
+    }
 }
 
 /// How the OS backs a VMA on a fault.
@@ -96,8 +117,10 @@ impl<T: PageTable> Process<T> {
         // anonymous mappings of 2 MiB and more the same way since 6.7).
         let align = match kind {
             MapKind::Huge1G => PageSize::Size1G.bytes(),
-            MapKind::Anon if bytes >= PageSize::Size2M.bytes() => PageSize::Size2M.bytes(),
-            MapKind::Anon => 4096,
+            MapKind::Anon | MapKind::AnonMixed { .. } if bytes >= PageSize::Size2M.bytes() => {
+                PageSize::Size2M.bytes()
+            }
+            MapKind::Anon | MapKind::AnonMixed { .. } => 4096,
         };
         let start = self.next_va.div_ceil(align) * align;
         let len = bytes.div_ceil(4096) * 4096;
@@ -222,6 +245,7 @@ impl<T: PageTable> Process<T> {
                 stats.huge_1g_fallbacks += 1;
             }
         }
+        let thp = thp && vma.thp_eligible(vpn);
         if choice.is_none() && (thp || vma.kind == MapKind::Huge1G) {
             if self.huge_fits(vma, vpn, PageSize::Size2M) && ctx.buddy.has_free_block(9) {
                 choice = frames
@@ -326,7 +350,13 @@ impl<T: PageTable> Process<T> {
                 .copied()
                 .find(|s| {
                     let n = s.base_pages();
-                    v % n == 0 && f % n == 0 && i + n <= pages && self.huge_fits(vma, Vpn(v), *s)
+                    v % n == 0
+                        && f % n == 0
+                        && i + n <= pages
+                        && self.huge_fits(vma, Vpn(v), *s)
+                        && (*s != PageSize::Size2M
+                            || vma.kind == MapKind::Huge1G
+                            || vma.thp_eligible(Vpn(v)))
                 })
                 .unwrap_or(PageSize::Size4K);
             self.install(ctx, Vpn(v), Pfn(f), size, stats)?;

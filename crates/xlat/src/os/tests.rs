@@ -170,3 +170,32 @@ fn contiguous_bytes_beyond_memory_is_a_config_error() {
     let err = cfg.validate("os.physmem").unwrap_err().to_string();
     assert!(err.contains("os.physmem.contiguous_bytes"), "{err}");
 }
+
+/// A region built from many allocations (`MapKind::AnonMixed`): with THP, the given share of
+/// its 2 MiB ranges stays on 4 KiB pages, the rest gets huge pages; without THP all are 4 KiB.
+#[test]
+fn mixed_regions_leave_a_share_of_ranges_to_4k_pages_under_thp() {
+    let mut os = os(1024, true, false, 0.0);
+    let pid = os.spawn().unwrap();
+    let ranges = 200u64;
+    let kind = MapKind::AnonMixed {
+        no_thp_per_mille: 300,
+    };
+    let va = os.mmap(pid, ranges << 21, kind).unwrap();
+    for r in 0..ranges {
+        os.fault(pid, VirtAddr(va.0 + (r << 21))).unwrap();
+    }
+    let [small, huge, _] = os.process(pid).unwrap().mapped_pages();
+    assert_eq!(small + huge, ranges, "one fault per range");
+    let share = small as f64 / ranges as f64;
+    assert!(
+        (0.2..0.4).contains(&share),
+        "about 30% of ranges on 4 KiB: {share}"
+    );
+    // The same ranges every time: the choice is a function of the range.
+    let vma = os.process(pid).unwrap().vmas().next().copied().unwrap();
+    let ineligible = (0..ranges)
+        .filter(|r| !vma.thp_eligible(VirtAddr(va.0 + (r << 21)).vpn()))
+        .count() as u64;
+    assert_eq!(ineligible, small);
+}

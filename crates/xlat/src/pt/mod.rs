@@ -44,6 +44,12 @@ pub trait PageTable: Send {
     fn take_alloc_cycles(&mut self) -> u64 {
         0
     }
+    /// Cycles the OS spent moving entries within the table (a hashed table's rehashes while
+    /// it resizes, its cuckoo re-insertions) since the last call; the fault that caused them
+    /// pays them. Radix tables never move entries.
+    fn take_rehash_cycles(&mut self) -> u64 {
+        0
+    }
     /// The organisation's own statistics (the `pt` subtree of the run's stats), if any.
     fn stats(&self) -> Option<serde_json::Value> {
         None

@@ -22,6 +22,16 @@ pub enum HptKind {
     Mehpt,
 }
 
+/// Estimated OS cycles to move one 64-byte entry (ME-HPT gives no per-entry cost; §III
+/// measures only allocation). The move reads the line at its old slot (a sequential scan
+/// behind the rehash pointer, which prefetches well), hashes the key (a few cycles with a
+/// CRC instruction), writes the line at its new slot, clears the old one and updates the
+/// region's Cuckoo Walk Table entry. The new slot and the CWT entry are random lines of
+/// tables far larger than the private caches: we count one exposed memory round trip
+/// (200 cycles, ME-HPT Table III; the handler's out-of-order window overlaps the two
+/// misses) plus about 50 cycles of instructions.
+pub const DEFAULT_REHASH_CYCLES_PER_ENTRY: u64 = 250;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HashedConfig {
@@ -33,6 +43,12 @@ pub struct HashedConfig {
     pub upsize: f64,
     /// Occupancy below which a table (or way) is downsized.
     pub downsize: f64,
+    /// Scaling factor of a resize: an upsize multiplies a way's lines by it, a downsize
+    /// divides them (elastic cuckoo hashing's `k`; ECPT and ME-HPT double, Utopia Table 1's
+    /// ECH uses 10). Ways are indexed by a mask of the hash, so a factor that is not a power
+    /// of two acts as the power of two below it (10 as 8). ME-HPT takes only 2: in-place and
+    /// per-way resizing are defined for doubling (§IV-C, §IV-D).
+    pub scale: u32,
     pub hash: HashKind,
     /// Cuckoo re-insertions allowed for one insertion before the table is upsized.
     pub max_reinsertions: u32,
@@ -40,6 +56,11 @@ pub struct HashedConfig {
     pub rehash_per_insert: u32,
     /// Cycles to allocate and zero a contiguous block, by size (§III, 0.7 FMFI).
     pub alloc_cost: Vec<CostPoint>,
+    /// Cycles the OS spends moving one entry: a rehash into a resized way (ECPT moves every
+    /// entry of an upsized way, ME-HPT's in-place upsize about half) or a cuckoo
+    /// re-insertion. The paper gives no figure; the default is an estimate (see
+    /// [`DEFAULT_REHASH_CYCLES_PER_ENTRY`]). Charged to the fault whose handler does the work.
+    pub rehash_cycles_per_entry: u64,
     /// 4 KiB-page lines per section of a PMD-CWT entry, each section with its own way mask
     /// (see `cwt`): 1 names the way of every line, 64 gives one mask per 2 MiB region.
     pub cwt_section_lines: u64,
@@ -53,10 +74,12 @@ impl Default for HashedConfig {
             initial_lines: 128,
             upsize: 0.6,
             downsize: 0.2,
+            scale: 2,
             hash: HashKind::Crc,
             max_reinsertions: 32,
             rehash_per_insert: 1,
             alloc_cost: cost::paper_points(),
+            rehash_cycles_per_entry: DEFAULT_REHASH_CYCLES_PER_ENTRY,
             cwt_section_lines: 1,
             mehpt: MehptConfig::default(),
         }
@@ -92,6 +115,11 @@ impl Default for MehptConfig {
 }
 
 impl HashedConfig {
+    /// Key bits a resize adds or removes: log2 of `scale`, rounded down.
+    pub fn resize_bits(&self) -> u32 {
+        self.scale.max(2).ilog2()
+    }
+
     pub fn validate(&self, path: &str) -> Result<()> {
         if !(2..=CRC_FUNCTIONS).contains(&self.ways) {
             return Err(Error::config(
@@ -108,12 +136,19 @@ impl HashedConfig {
         if !(self.upsize > 0.0 && self.upsize < 1.0) {
             return Err(Error::config(format!("{path}.upsize"), "must be in (0, 1)"));
         }
-        // A doubling halves the occupancy and a halving doubles it: the thresholds must leave
-        // room so that a resize never immediately triggers the opposite one.
-        if !(self.downsize >= 0.0 && self.downsize * 2.0 < self.upsize) {
+        if !(2..=1024).contains(&self.scale) {
+            return Err(Error::config(
+                format!("{path}.scale"),
+                "must be 2..=1024 (the factor a resize multiplies or divides a way by)",
+            ));
+        }
+        // An upsize by a factor f divides the occupancy by f and a downsize multiplies it: the
+        // thresholds must leave room so that a resize never immediately triggers the opposite.
+        let factor = (1u64 << self.resize_bits()) as f64;
+        if !(self.downsize >= 0.0 && self.downsize * factor < self.upsize) {
             return Err(Error::config(
                 format!("{path}.downsize"),
-                "must be >= 0 and less than half of `upsize`",
+                format!("must be >= 0 and less than `upsize` / {factor} (the resize factor)"),
             ));
         }
         if !(1..=1000).contains(&self.max_reinsertions) {
@@ -132,6 +167,12 @@ impl HashedConfig {
             return Err(Error::config(
                 format!("{path}.cwt_section_lines"),
                 "must be a power of two from 1 to 64 (the 4 KiB lines of a 2 MiB region)",
+            ));
+        }
+        if self.rehash_cycles_per_entry > 1_000_000 {
+            return Err(Error::config(
+                format!("{path}.rehash_cycles_per_entry"),
+                "must be at most 1000000 cycles (moving one 64-byte entry)",
             ));
         }
         cost::validate(&self.alloc_cost, &format!("{path}.alloc_cost"))?;
@@ -207,6 +248,14 @@ mod tests {
                 Box::new(|c| c.downsize = 0.4),
                 "schemes.hashed.table.downsize",
             ),
+            (Box::new(|c| c.scale = 1), "schemes.hashed.table.scale"),
+            (
+                Box::new(|c| {
+                    c.scale = 10;
+                    c.downsize = 0.1;
+                }),
+                "schemes.hashed.table.downsize",
+            ),
             (
                 Box::new(|c| c.max_reinsertions = 0),
                 "schemes.hashed.table.max_reinsertions",
@@ -222,6 +271,10 @@ mod tests {
             (
                 Box::new(|c| c.mehpt.chunk_sizes = vec![3000]),
                 "schemes.hashed.table.mehpt.chunk_sizes[0]",
+            ),
+            (
+                Box::new(|c| c.rehash_cycles_per_entry = u64::MAX),
+                "schemes.hashed.table.rehash_cycles_per_entry",
             ),
             (
                 Box::new(|c| c.cwt_section_lines = 3),

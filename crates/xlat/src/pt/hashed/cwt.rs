@@ -19,6 +19,10 @@
 //! Entries of consecutive regions are packed into 4 KiB frames that the OS allocates when a
 //! span of regions gets its first entry.
 //!
+//! Every entry whose bytes change is also recorded in a bounded change log per table
+//! ([`ChangeLog`]): the OS's list of CWC invalidations, which the walkers apply before their
+//! next walk so that only the cached entries the change affects are dropped.
+//!
 //! The ECPT paper packs 2-bit way ids of larger sections into smaller entries; this layout
 //! trades entry size for exact masks under random (or weighted) way choice, and the section
 //! size is configurable down to one mask per region.
@@ -110,11 +114,51 @@ pub struct Cwt {
     pud_image: Image,
 }
 
+/// Regions whose CWT entry changed, in order, numbered from 1; only the last
+/// [`ChangeLog::CAPACITY`] are kept. A walker remembers the number of the last change it
+/// applied and asks for the ones after it ([`ChangeLog::since`]); one that fell too far
+/// behind drops every cached entry of the table instead.
+#[derive(Clone, Debug, Default)]
+pub struct ChangeLog {
+    seq: u64,
+    recent: std::collections::VecDeque<u64>,
+}
+
+impl ChangeLog {
+    pub const CAPACITY: usize = 4096;
+
+    fn push(&mut self, region: u64) {
+        self.seq += 1;
+        if self.recent.len() == Self::CAPACITY {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(region);
+    }
+
+    /// Number of the latest change (0: none yet).
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The regions changed after change number `seen`, or `None` if some of them are no
+    /// longer kept.
+    pub fn since(&self, seen: u64) -> Option<impl Iterator<Item = u64> + '_> {
+        let n = self.seq.checked_sub(seen)?;
+        (n <= self.recent.len() as u64).then(|| {
+            self.recent
+                .iter()
+                .skip(self.recent.len() - n as usize)
+                .copied()
+        })
+    }
+}
+
 /// One CWT's entries in simulated memory: a frame per span of regions.
 #[derive(Clone, Debug)]
 struct Image {
     entry_bytes: u64,
     frames: FxHashMap<u64, Pfn>,
+    changes: ChangeLog,
 }
 
 impl Image {
@@ -122,6 +166,7 @@ impl Image {
         Image {
             entry_bytes,
             frames: FxHashMap::default(),
+            changes: ChangeLog::default(),
         }
     }
 
@@ -153,6 +198,7 @@ impl Image {
         let base = self.addr(region).expect("frame just ensured");
         // The field may straddle two words: write the part in each.
         let mut done = 0;
+        let mut changed = false;
         while done < width {
             let at = bit + done as u64;
             let word = PhysAddr(base.0 + at / 64 * 8);
@@ -161,8 +207,15 @@ impl Image {
             let mask = (u64::MAX >> (64 - n)) << shift;
             let old = ctx.store.read(word);
             let part = ((value >> done) << shift) & mask;
-            ctx.store.write(word, (old & !mask) | part);
+            let new = (old & !mask) | part;
+            if new != old {
+                ctx.store.write(word, new);
+                changed = true;
+            }
             done += n;
+        }
+        if changed {
+            self.changes.push(region);
         }
         Ok(())
     }
@@ -416,6 +469,16 @@ impl Cwt {
             }
         }
         Ok(())
+    }
+
+    /// The 2 MiB regions whose PMD-CWT entry changed (see [`ChangeLog`]).
+    pub fn pmd_changes(&self) -> &ChangeLog {
+        &self.pmd_image.changes
+    }
+
+    /// The 1 GiB regions whose PUD-CWT entry changed.
+    pub fn pud_changes(&self) -> &ChangeLog {
+        &self.pud_image.changes
     }
 
     /// Bytes of memory the two tables occupy.

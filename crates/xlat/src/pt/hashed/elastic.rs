@@ -40,10 +40,14 @@ pub struct Params {
     pub initial_lines: u64,
     pub upsize: f64,
     pub downsize: f64,
+    /// Key bits a resize adds (upsize) or removes (downsize): 1 doubles or halves.
+    pub resize_bits: u32,
     pub hash: HashKind,
     pub hash_seed: u64,
     pub max_reinsertions: u32,
     pub rehash_per_insert: u32,
+    /// OS cycles per entry moved (rehash or cuckoo re-insertion).
+    pub rehash_cycles_per_entry: u64,
     pub policy: Policy,
     /// Name for error messages ("ECPT", "ME-HPT").
     pub name: &'static str,
@@ -305,6 +309,7 @@ impl ElasticTable {
                 return Ok(None);
             }
             self.log(occupant.tag(), w, false);
+            self.charge_moves(env, 1, false);
             line = occupant;
             w = self.pick_other_way(w);
         }
@@ -438,7 +443,7 @@ impl ElasticTable {
                     self.drain(env, w)?;
                     self.start_resize(env, w, true)?;
                 } else if occ < down * lines
-                    && way.gen.bits > self.initial_bits()
+                    && way.gen.bits >= self.initial_bits() + self.p.resize_bits
                     && way.lines() == largest
                     && way.resize.is_none()
                     && way.downsize_armed
@@ -452,7 +457,7 @@ impl ElasticTable {
             if occ as f64 > up * lines as f64 {
                 self.resize_all(env, true)?;
             } else if (occ as f64) < down * lines as f64
-                && self.ways[0].gen.bits > self.initial_bits()
+                && self.ways[0].gen.bits >= self.initial_bits() + self.p.resize_bits
                 && self
                     .ways
                     .iter()
@@ -520,6 +525,29 @@ impl ElasticTable {
                 1u64 << bits
             ))
         })
+    }
+
+    /// Upsize way `w` now and migrate all of it (no occupancy threshold, no balance rule):
+    /// how [`super::limits`] grows a real table to its limit without filling it.
+    pub(super) fn upsize_way_now(&mut self, env: &mut Env, w: usize) -> Result<()> {
+        self.start_resize(env, w, true)?;
+        self.drain(env, w)?;
+        self.settle(env)
+    }
+
+    /// The chunk size way `w` would use after one more upsize (the L2P rule of §V-B), or the
+    /// error the upsize would fail with.
+    pub(super) fn next_upsize_chunk(&mut self, l2p: &L2pTable, w: usize) -> Result<u64> {
+        let bits = self.ways[w].gen.bits + self.p.resize_bits;
+        self.pick_chunk(l2p, w, bits)
+    }
+
+    /// The chunk size way `w` uses now (`None` for an ECPT block).
+    pub fn chunk_bytes(&self, w: usize) -> Option<u64> {
+        match self.ways[w].storage {
+            Storage::Chunks { chunk_bytes, .. } => Some(chunk_bytes),
+            Storage::Block { .. } => None,
+        }
     }
 
     /// The way whose L2P subtable last ran out of entries, if any (cleared by the call): the
@@ -629,7 +657,8 @@ impl ElasticTable {
     fn start_resize(&mut self, env: &mut Env, w: usize, upsize: bool) -> Result<()> {
         debug_assert!(self.ways[w].resize.is_none());
         let old_bits = self.ways[w].gen.bits;
-        let bits = if upsize { old_bits + 1 } else { old_bits - 1 };
+        let k = self.p.resize_bits;
+        let bits = if upsize { old_bits + k } else { old_bits - k };
         if bits > MAX_BITS {
             return Err(Error::OutOfMemory(format!(
                 "{}: a way of 2^{bits} lines is beyond any memory",
@@ -755,6 +784,7 @@ impl ElasticTable {
             self.stats.upsize_entries_rehashed += lines.len() as u64;
             self.stats.upsize_entries_moved += lines.len() as u64;
         }
+        self.charge_moves(env, lines.len() as u64, true);
         let gen = self.gen(w, way.functions, bits);
         let way = &mut self.ways[w];
         way.functions += 1;
@@ -772,6 +802,20 @@ impl ElasticTable {
         self.homeless
             .extend(lines.into_iter().map(|l| (l, Some(w))));
         Ok(())
+    }
+
+    /// The OS moved `n` entries: rehashes into a resized way (`rehash`) or cuckoo
+    /// re-insertions. Each costs `rehash_cycles_per_entry`, charged to the operation in
+    /// progress (the fault whose handler does the work).
+    fn charge_moves(&mut self, env: &mut Env, n: u64, rehash: bool) {
+        if rehash {
+            self.stats.rehash_entries_moved += n;
+        } else {
+            self.stats.cuckoo_reinsertions += n;
+        }
+        let cycles = n * self.p.rehash_cycles_per_entry;
+        self.stats.rehash_cycles += cycles;
+        env.acct.pending_rehash_cycles += cycles;
     }
 
     /// Migrate the next live entry of way `w`'s old table (if it is resizing): the entry at
@@ -800,6 +844,7 @@ impl ElasticTable {
                 self.stats.upsize_entries_moved += (to != from) as u64;
             }
             if to != from {
+                self.charge_moves(env, 1, true);
                 Line::clear(env.ctx.store, from);
                 self.ways[w].occupancy -= 1;
                 self.log(line.tag(), w, false);
@@ -1002,10 +1047,12 @@ mod tests {
             initial_lines,
             upsize: 0.99,
             downsize: 0.0,
+            resize_bits: 1,
             hash,
             hash_seed: 9,
             max_reinsertions: 32,
             rehash_per_insert: 1,
+            rehash_cycles_per_entry: 250,
             policy: Policy {
                 chunk_sizes: Some(vec![4096]),
                 in_place: true,
@@ -1057,6 +1104,8 @@ mod tests {
             let before = live_lines(&m, &t, 0);
             let others: Vec<u64> = t.ways[1..].iter().map(|w| w.occupancy).collect();
             let old = t.ways[0].gen;
+            let charged = m.acct.pending_rehash_cycles;
+            let (moves, cuckoos) = (t.stats.rehash_entries_moved, t.stats.cuckoo_reinsertions);
             m.with(|env| t.start_resize(env, 0, true)).unwrap();
             assert_eq!(
                 t.ways[0].gen.hash, old.hash,
@@ -1082,12 +1131,83 @@ mod tests {
             }
             let frac = moved as f64 / before.len() as f64;
             assert!((0.45..=0.55).contains(&frac), "{kind:?}: moved {frac}");
+            // The OS is charged for exactly those moves, and nothing cuckoos.
+            assert_eq!(t.stats.rehash_entries_moved - moves, moved);
+            assert_eq!(t.stats.cuckoo_reinsertions, cuckoos);
+            assert_eq!(m.acct.pending_rehash_cycles - charged, moved * 250);
             assert_eq!(t.stats.upsize_entries_moved, moved);
             assert_eq!(t.stats.upsize_entries_rehashed, before.len() as u64);
             let now: Vec<u64> = t.ways[1..].iter().map(|w| w.occupancy).collect();
             assert_eq!(now, others, "an in-place upsize never cuckoos");
             assert_eq!(t.audit(&m.store, &m.l2p).map(|l| l.len()), Ok(6000));
         }
+    }
+
+    /// The rehash cost of one upsize from real tables: ECPT's out-of-place upsize moves every
+    /// one of the N entries of the table; ME-HPT's per-way, in-place upsize moves only the
+    /// entries of one way whose extra key bit is 1 (about half of that way). Every move and
+    /// every cuckoo re-insertion it causes is charged `rehash_cycles_per_entry`.
+    #[test]
+    fn upsize_charges_every_entry_for_ecpt_and_the_moved_half_way_for_mehpt() {
+        let n = 1500;
+        let cs = clusters(n, 11);
+        // ECPT: all three ways resize together, out of place.
+        let mut m = Mem::new();
+        let mut p = params(HashKind::Crc, 1024);
+        p.policy = Policy {
+            chunk_sizes: None,
+            in_place: false,
+            per_way: false,
+        };
+        p.name = "ECPT";
+        let mut t = new_table(&mut m, p);
+        map_clusters(&mut m, &mut t, &cs);
+        let (moves0, cuckoo0) = (t.stats.rehash_entries_moved, t.stats.cuckoo_reinsertions);
+        assert_eq!(moves0, 0, "no resize yet");
+        m.acct.pending_rehash_cycles = 0;
+        m.with(|env| t.resize_all(env, true)).unwrap();
+        for w in 0..3 {
+            m.with(|env| t.drain(env, w)).unwrap();
+        }
+        m.with(|env| t.settle(env)).unwrap();
+        let ecpt_moved = t.stats.rehash_entries_moved;
+        let ecpt_cuckoos = t.stats.cuckoo_reinsertions - cuckoo0;
+        // Every entry read at a rehashing pointer moves (out of place). That is each of the N
+        // entries, plus those a cuckoo eviction had pushed into a way's not yet migrated part,
+        // which move again when the pointer reaches them.
+        assert_eq!(ecpt_moved, t.stats.upsize_entries_rehashed);
+        assert!(
+            ecpt_moved >= n as u64,
+            "ECPT moves every entry: {ecpt_moved}"
+        );
+        assert!(ecpt_moved <= n as u64 + ecpt_cuckoos);
+        assert_eq!(
+            m.acct.pending_rehash_cycles,
+            (ecpt_moved + ecpt_cuckoos) * 250
+        );
+        assert_eq!(t.audit(&m.store, &m.l2p).map(|l| l.len()), Ok(n));
+
+        // ME-HPT: one way upsizes in place; the moved entries are those whose extra bit is 1.
+        let mut m = Mem::new();
+        let mut t = new_table(&mut m, params(HashKind::Crc, 1024));
+        map_clusters(&mut m, &mut t, &cs);
+        let before = live_lines(&m, &t, 0);
+        let old = t.ways[0].gen;
+        let expect: u64 = before
+            .iter()
+            .map(|&(_, c)| (old.hash.hash(c) >> old.bits) & 1)
+            .sum();
+        m.acct.pending_rehash_cycles = 0;
+        m.with(|env| t.start_resize(env, 0, true)).unwrap();
+        m.with(|env| t.drain(env, 0)).unwrap();
+        assert_eq!(t.stats.rehash_entries_moved, expect);
+        assert_eq!(m.acct.pending_rehash_cycles, expect * 250);
+        let frac = expect as f64 / n as f64;
+        assert!(
+            (0.1..=0.25).contains(&frac),
+            "about half of one way of three: {frac}"
+        );
+        assert_eq!(t.audit(&m.store, &m.l2p).map(|l| l.len()), Ok(n));
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub mod elastic;
 pub mod entry;
 pub mod hash;
 pub mod l2p;
+pub mod limits;
 pub mod stats;
 pub mod table;
 pub mod way;

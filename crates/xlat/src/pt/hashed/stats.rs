@@ -33,6 +33,12 @@ pub struct SizeStats {
     pub l2p_entries_peak: u64,
     /// Cuckoo evictions per placement (new lines and rehashed lines), 16+ in the last bucket.
     pub reinsertions: [u64; REINSERTION_BUCKETS],
+    /// Entries that changed location in any resize (up or down, gradual or a rebuild).
+    pub rehash_entries_moved: u64,
+    /// Lines evicted by a placement and re-inserted into another way (every eviction).
+    pub cuckoo_reinsertions: u64,
+    /// OS cycles for those moves (`rehash_cycles_per_entry` each); the OS charges them.
+    pub rehash_cycles: u64,
     pub allocations: u64,
     /// Cycles to allocate and zero the blocks (§III cost model); the OS charges them.
     pub alloc_cycles: u64,
@@ -61,6 +67,9 @@ pub struct TotalStats {
     pub max_contiguous_bytes: u64,
     pub l2p_entries_peak: u64,
     pub alloc_cycles: u64,
+    pub rehash_entries_moved: u64,
+    pub cuckoo_reinsertions: u64,
+    pub rehash_cycles: u64,
     pub failed_allocs: u64,
     pub upsizes: u64,
     pub downsizes: u64,

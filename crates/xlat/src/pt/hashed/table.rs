@@ -10,7 +10,7 @@ use super::l2p::L2pTable;
 use super::stats::{HptStats, SizeStats, TotalStats};
 use super::way::{Env, ProcAcct};
 use crate::addr::{PageSize, Pfn, PhysAddr, Vpn};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::pt::store::PtStore;
 use crate::pt::{PageTable, PtContext};
 use crate::rng::Rng;
@@ -33,6 +33,12 @@ impl HashedPageTable {
     /// An empty table of `kind` under a validated `cfg`; `seed` drives way choice and hashes.
     pub fn new(cfg: &HashedConfig, kind: HptKind, seed: u64) -> Result<HashedPageTable> {
         cfg.validate("hashed")?;
+        if kind == HptKind::Mehpt && cfg.scale != 2 {
+            return Err(Error::config(
+                "schemes.hashed.table.scale",
+                "ME-HPT resizes by doubling (in-place and per-way resizing, §IV-C/D): use 2",
+            ));
+        }
         Ok(HashedPageTable {
             kind,
             cost: CostModel::new(&cfg.alloc_cost),
@@ -67,10 +73,12 @@ impl HashedPageTable {
             initial_lines: self.cfg.initial_lines,
             upsize: self.cfg.upsize,
             downsize: self.cfg.downsize,
+            resize_bits: self.cfg.resize_bits(),
             hash: self.cfg.hash,
             hash_seed: Rng::new(self.seed, RNG_STREAM).next_u64(),
             max_reinsertions: self.cfg.max_reinsertions,
             rehash_per_insert: self.cfg.rehash_per_insert,
+            rehash_cycles_per_entry: self.cfg.rehash_cycles_per_entry,
             policy,
             name: match self.kind {
                 HptKind::Ecpt => "ECPT",
@@ -127,6 +135,12 @@ impl HashedPageTable {
         std::mem::take(&mut self.acct.pending_cycles)
     }
 
+    /// Cycles the OS spent moving entries (rehashes of resizing ways, cuckoo re-insertions)
+    /// since the last call, for the OS to charge to the operation that caused them.
+    pub fn take_rehash_cycles(&mut self) -> u64 {
+        std::mem::take(&mut self.acct.pending_rehash_cycles)
+    }
+
     pub fn stats(&self) -> HptStats {
         let snap = |s: PageSize| {
             self.table(s)
@@ -149,6 +163,9 @@ impl HashedPageTable {
                 .unwrap_or(0),
             l2p_entries_peak: self.l2p.peak_used() as u64,
             alloc_cycles: sum(&|s| s.alloc_cycles),
+            rehash_entries_moved: sum(&|s| s.rehash_entries_moved),
+            cuckoo_reinsertions: sum(&|s| s.cuckoo_reinsertions),
+            rehash_cycles: sum(&|s| s.rehash_cycles),
             failed_allocs: sum(&|s| s.failed_allocs),
             upsizes: sum(&|s| s.upsizes.iter().sum()),
             downsizes: sum(&|s| s.downsizes.iter().sum()),
@@ -301,6 +318,10 @@ impl PageTable for HashedPageTable {
 
     fn take_alloc_cycles(&mut self) -> u64 {
         HashedPageTable::take_alloc_cycles(self)
+    }
+
+    fn take_rehash_cycles(&mut self) -> u64 {
+        HashedPageTable::take_rehash_cycles(self)
     }
 
     fn stats(&self) -> Option<serde_json::Value> {

@@ -555,3 +555,31 @@ fn gups_scale_contiguity_64mib_vs_1mib() {
     }
     assert_eq!(max, vec![64 << 20, 1 << 20]);
 }
+
+/// Utopia Table 1's ECH resizes by a scaling factor of 10: ways are indexed by a mask of the
+/// hash, so each upsize multiplies them by 8, and every mapping stays findable.
+#[test]
+fn a_scaling_factor_of_10_grows_ecpt_ways_eightfold() {
+    let cfg = HashedConfig {
+        ways: 4,
+        scale: 10,
+        downsize: 0.0,
+        hash: hash::HashKind::City,
+        ..HashedConfig::default()
+    };
+    let mut rig = Rig::new(&cfg, HptKind::Ecpt, 1 << 30);
+    for i in 0..2000u64 {
+        rig.map(Vpn(i * 8 * 7919), PageSize::Size4K).unwrap();
+    }
+    rig.check();
+    let s = rig.pt.stats().size_4k;
+    let ups = s.upsizes[0];
+    assert!(ups >= 1, "the table grew");
+    assert!(s.upsizes.iter().all(|&u| u == ups));
+    for &b in &s.way_bytes {
+        assert_eq!(b, (128 * 64) << (3 * ups), "8x per upsize");
+    }
+    // ME-HPT's in-place and per-way resizing are defined for doubling only.
+    let e = HashedPageTable::new(&cfg, HptKind::Mehpt, 1).err().unwrap();
+    assert!(e.to_string().contains("schemes.hashed.table.scale"), "{e}");
+}

@@ -169,6 +169,8 @@ pub struct ProcAcct {
     pub peak_bytes: u64,
     /// Allocation cycles not yet charged by the OS.
     pub pending_cycles: u64,
+    /// Cycles of entry moves (rehashes, cuckoo re-insertions) not yet charged by the OS.
+    pub pending_rehash_cycles: u64,
 }
 
 /// What a table needs from its surroundings to change its memory.

@@ -51,11 +51,6 @@ impl MmuScheme for HashedWalker {
         self.plan(va, asid, table, store, plan)
     }
 
-    /// The OS changed the Cuckoo Walk Tables: cached CWT entries may be stale.
-    fn after_fault(&mut self) {
-        HashedWalker::flush(self);
-    }
-
     fn flush(&mut self) {
         HashedWalker::flush(self);
     }

@@ -16,7 +16,7 @@ use crate::assoc::{Replacement, SetAssoc};
 use crate::error::{Error, Result};
 use crate::mem::MemKind;
 use crate::mmu::walk::WalkPlan;
-use crate::pt::hashed::cwt::{RawEntry, WayMask};
+use crate::pt::hashed::cwt::{ChangeLog, RawEntry, WayMask};
 use crate::pt::hashed::{HashedPageTable, HptKind, ProbeLine};
 use crate::pt::store::PtStore;
 use serde::{Deserialize, Serialize};
@@ -65,14 +65,21 @@ impl HptWalkerConfig {
 pub struct CwcStats {
     pub hits: u64,
     pub misses: u64,
+    /// Entries dropped because the OS changed the CWT entry they cache.
+    pub invalidations: u64,
+    /// Times the change log had moved on too far, so every entry of the address space went.
+    pub asid_flushes: u64,
 }
 
 /// A fully associative LRU cache of CWT entries (their bytes), keyed by region and address
-/// space. The OS flushes the CWCs whenever it changes a CWT (faults, shootdowns), so a cached
-/// entry always equals the one in memory.
+/// space. When the OS changes a CWT entry it invalidates that entry in every CWC (the table's
+/// change log, applied before each walk), and shootdowns flush them, so a cached entry always
+/// equals the one in memory.
 struct Cwc {
     array: Option<SetAssoc<RawEntry>>,
     stats: CwcStats,
+    /// Per address space: the number of the last change of its CWT this cache applied.
+    seen: Vec<u64>,
 }
 
 impl Cwc {
@@ -80,7 +87,40 @@ impl Cwc {
         Cwc {
             array: (entries > 0).then(|| SetAssoc::new(1, entries as usize, Replacement::Lru)),
             stats: CwcStats::default(),
+            seen: Vec::new(),
         }
+    }
+
+    fn tag(region: u64, asid: u16) -> u64 {
+        (region << 16) | asid as u64
+    }
+
+    /// Drop the cached entries of `asid` whose CWT entry changed since this cache last looked
+    /// at `log`, and only those.
+    fn apply(&mut self, asid: u16, log: &ChangeLog) {
+        let a = asid as usize;
+        if self.seen.len() <= a {
+            self.seen.resize(a + 1, 0);
+        }
+        if self.seen[a] == log.seq() {
+            return;
+        }
+        if let Some(array) = &mut self.array {
+            match log.since(self.seen[a]) {
+                Some(regions) => {
+                    for region in regions {
+                        self.stats.invalidations +=
+                            array.invalidate(0, Self::tag(region, asid)) as u64;
+                    }
+                }
+                None => {
+                    self.stats.asid_flushes += 1;
+                    self.stats.invalidations +=
+                        array.invalidate_where(|t, _| t & 0xffff == asid as u64) as u64;
+                }
+            }
+        }
+        self.seen[a] = log.seq();
     }
 
     /// The region's CWT entry: from the cache, or read from memory by `memory` only on a miss
@@ -92,7 +132,7 @@ impl Cwc {
         plan: &mut WalkPlan,
         memory: impl FnOnce() -> Option<(crate::addr::PhysAddr, RawEntry)>,
     ) -> RawEntry {
-        let tag = (region << 16) | asid as u64;
+        let tag = Self::tag(region, asid);
         if let Some(array) = &mut self.array {
             if let Some(raw) = array.lookup(0, tag) {
                 self.stats.hits += 1;
@@ -157,6 +197,8 @@ impl HashedWalker {
         plan.fixed_cycles = (self.cfg.hash_latency + self.cfg.cwc_latency + l2p_extra) as u64;
         let vpn = va.vpn();
         let cwt = pt.cwt();
+        self.pud_cwc.apply(asid, cwt.pud_changes());
+        self.pmd_cwc.apply(asid, cwt.pmd_changes());
         let raw = self
             .pud_cwc
             .entry(vpn.0 >> 18, asid, plan, || cwt.pud_entry(store, vpn));
@@ -208,6 +250,114 @@ impl HashedWalker {
         CwcSnapshot {
             pmd: self.pmd_cwc.stats,
             pud: self.pud_cwc.stats,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::physmem::BuddyAllocator;
+    use crate::pt::hashed::HashedConfig;
+    use crate::pt::{PageTable, PtContext};
+
+    struct Rig {
+        buddy: BuddyAllocator,
+        store: PtStore,
+        pt: HashedPageTable,
+        walker: HashedWalker,
+        plan: WalkPlan,
+        next_pfn: u64,
+    }
+
+    impl Rig {
+        fn new(kind: HptKind) -> Rig {
+            let cfg = HashedConfig::default();
+            Rig {
+                buddy: BuddyAllocator::new((1 << 30) / 4096),
+                store: PtStore::new(),
+                pt: HashedPageTable::new(&cfg, kind, 5).unwrap(),
+                walker: HashedWalker::new(&HptWalkerConfig::default(), kind, cfg.ways),
+                plan: WalkPlan::default(),
+                next_pfn: 1 << 24,
+            }
+        }
+
+        fn map(&mut self, va: u64) {
+            let mut ctx = PtContext {
+                store: &mut self.store,
+                buddy: &mut self.buddy,
+            };
+            self.next_pfn += 1;
+            let vpn = VirtAddr(va).vpn();
+            self.pt
+                .map(&mut ctx, vpn, Pfn(self.next_pfn), PageSize::Size4K)
+                .unwrap();
+        }
+
+        fn walk(&mut self, va: u64) -> Option<(Pfn, PageSize)> {
+            self.walker
+                .plan(VirtAddr(va), 1, &self.pt, &self.store, &mut self.plan)
+        }
+    }
+
+    /// A page fault in one 2 MiB region invalidates that region's PMD-CWC entry only: the
+    /// entry of another region survives and still hits, and the changed region's entry is read
+    /// again (so it cannot hide the new mapping).
+    #[test]
+    fn a_fault_invalidates_only_the_changed_regions_cwc_entry() {
+        for kind in [HptKind::Ecpt, HptKind::Mehpt] {
+            let mut r = Rig::new(kind);
+            let (a, b) = (0x4000_0000u64, 0x4060_0000u64); // two 2 MiB regions of one 1 GiB
+            r.map(a);
+            r.map(b);
+            assert!(r.walk(a).is_some() && r.walk(b).is_some());
+            let base = r.walker.snapshot().pmd;
+            assert_eq!((base.hits, base.misses), (0, 2), "{kind:?}");
+            // A new page in a's existing line (same cluster of 8 pages): no CWT entry changes,
+            // so nothing is invalidated and a's cached entry finds it.
+            r.map(a + 0x1000);
+            assert!(r.walk(a + 0x1000).is_some(), "{kind:?}");
+            let s = r.walker.snapshot().pmd;
+            assert_eq!((s.hits, s.invalidations), (1, 0), "{kind:?}");
+            // A new line in region a: only a's entry changes.
+            r.map(a + 0x10000);
+            assert!(r.walk(b).is_some(), "{kind:?}");
+            let s = r.walker.snapshot().pmd;
+            assert_eq!(s.hits, 2, "{kind:?}: b's entry survived the change in a");
+            assert_eq!(s.invalidations, 1, "{kind:?}");
+            assert!(
+                r.walk(a + 0x10000).is_some(),
+                "{kind:?}: the new page is found"
+            );
+            let s = r.walker.snapshot().pmd;
+            assert_eq!(s.misses, 3, "{kind:?}: a's entry was read again");
+            // The PUD-CWC entry (sizes of the 1 GiB region) did not change: it hit throughout.
+            let pud = r.walker.snapshot().pud;
+            assert_eq!((pud.misses, pud.invalidations), (1, 0), "{kind:?}");
+        }
+    }
+
+    /// A walker that fell behind the change log by more than it keeps drops every entry of
+    /// the address space, and still finds every mapping.
+    #[test]
+    fn a_long_burst_of_changes_flushes_the_address_space() {
+        let mut r = Rig::new(HptKind::Mehpt);
+        r.map(0x4000_0000);
+        assert!(r.walk(0x4000_0000).is_some());
+        let pages = ChangeLog::CAPACITY as u64 + 10;
+        for k in 0..pages {
+            r.map(0x8000_0000 + k * 0x20_0000); // one page in each of many regions
+        }
+        assert!(r.walk(0x4000_0000).is_some());
+        let s = r.walker.snapshot().pmd;
+        assert_eq!(s.asid_flushes, 1);
+        assert_eq!(
+            s.misses, 2,
+            "the surviving region's entry went with the flush"
+        );
+        for k in (0..pages).step_by(97) {
+            assert!(r.walk(0x8000_0000 + k * 0x20_0000).is_some());
         }
     }
 }

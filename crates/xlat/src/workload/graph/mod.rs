@@ -77,6 +77,10 @@ macro_rules! kernel_config {
             /// Map the graph and property arrays before the first reference, as the program's
             /// graph loading does, so first-touch faults are not part of the measured run.
             pub populate: bool,
+            /// Fraction of the graph's and properties' 2 MiB ranges that transparent huge
+            /// pages cannot back: GraphBIG builds them from many small allocations, some in
+            /// heap ranges THP does not back (0: every range is eligible, as one large array).
+            pub thp_ineligible: f64,
             $( $(#[$fdoc])* pub $field: $ty, )*
         }
 
@@ -87,6 +91,7 @@ macro_rules! kernel_config {
                     edge_factor: super::DEFAULT_EDGE_FACTOR,
                     references: super::DEFAULT_REFERENCES,
                     populate: true,
+                    thp_ineligible: 0.0,
                     $( $field: $default, )*
                 }
             }
@@ -100,6 +105,7 @@ macro_rules! kernel_config {
                     edge_factor: self.edge_factor,
                     references: self.references,
                     populate: self.populate,
+                    thp_ineligible: self.thp_ineligible,
                     // Kernels with a `threads` key (bfs, pr) put theirs in place of this.
                     threads: 1,
                 }
@@ -116,6 +122,8 @@ pub struct GraphKeys {
     pub edge_factor: u32,
     pub references: u64,
     pub populate: bool,
+    /// Fraction of 2 MiB ranges THP may not back (see the `thp_ineligible` key).
+    pub thp_ineligible: f64,
     /// Software threads running the kernel: the `threads` key of the kernels that have one
     /// (`bfs`, `pr`), 1 for the sequential ones.
     pub threads: u32,
@@ -138,6 +146,15 @@ impl GraphKeys {
                 format!(
                     "must be between 1 and {MAX_EDGE_FACTOR}, got {}",
                     self.edge_factor
+                ),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.thp_ineligible) {
+            return Err(Error::config(
+                format!("{path}.thp_ineligible"),
+                format!(
+                    "must be a fraction from 0 to 1, got {}",
+                    self.thp_ineligible
                 ),
             ));
         }
@@ -294,12 +311,26 @@ pub(crate) fn field(a: &Array, i: u64, offset: u64) -> VirtAddr {
 /// The graph's simulated arrays: `offsets`, `neighbours` and (weighted kernels) `weights`.
 type GraphArrays = (Array, Array, Option<Array>);
 
+/// The heap every array of a graph kernel comes from: anonymous memory, of which the
+/// `thp_ineligible` fraction of 2 MiB ranges cannot get huge pages (GraphBIG's many small
+/// allocations; ME-HPT §VII-E2: with THP its graph kernels still map most pages at 4 KiB).
+fn graph_heap(keys: &GraphKeys, pid: u16) -> SimHeap {
+    let per_mille = (keys.thp_ineligible * 1000.0).round() as u16;
+    let kind = match per_mille {
+        0 => MapKind::Anon,
+        n => MapKind::AnonMixed {
+            no_thp_per_mille: n,
+        },
+    };
+    SimHeap::new(pid, kind, keys.populate)
+}
+
 /// Allocate the graph's arrays, then the kernel's properties (`props`), in process `pid`. One
 /// routine for runs and tests, so a test that allocates again in a fresh OS finds the arrays
 /// where the run put them.
 fn alloc<P>(
     source: &GraphSource,
-    populate: bool,
+    keys: &GraphKeys,
     weighted: bool,
     os: &mut dyn AddressSpaces,
     pid: u16,
@@ -307,7 +338,7 @@ fn alloc<P>(
 ) -> Result<(GraphArrays, P)> {
     let vertices = source.vertices();
     let entries = source.max_entries();
-    let mut heap = SimHeap::new(pid, MapKind::Anon, populate);
+    let mut heap = graph_heap(keys, pid);
     let offsets = heap.array(os, vertices + 1, 8)?;
     let neighbours = heap.array(os, entries, 4)?;
     let weights = if weighted {
@@ -339,8 +370,7 @@ where
     P: Clone + Send + 'static,
     K: Fn(&mut Emitter, &Graph, P, &mut Rng) -> Emit<()> + Send + Sync + 'static,
 {
-    let ((offsets, neighbours, weights), props) =
-        alloc(&source, keys.populate, weighted, os, pid, props)?;
+    let ((offsets, neighbours, weights), props) = alloc(&source, keys, weighted, os, pid, props)?;
     let mut seeds = Rng::new(seed, rng::stream::WORKLOAD);
     let graph_seed = seeds.next_u64();
     let salt = seeds.next_u64();
@@ -425,6 +455,7 @@ pub(crate) mod testutil {
             edge_factor: 1,
             references: u64::MAX,
             populate: false,
+            thp_ineligible: 0.0,
             threads: 1,
         };
         let (tx, rx) = mpsc::channel();
@@ -471,6 +502,7 @@ pub(crate) mod testutil {
             edge_factor: 1,
             references: u64::MAX,
             populate: false,
+            thp_ineligible: 0.0,
             threads,
         };
         let (tx, rx) = mpsc::channel();
@@ -514,7 +546,7 @@ pub(crate) mod testutil {
         let records = drain(src.as_mut());
         let pid = fresh.spawn().unwrap();
         let source = GraphSource::kronecker(keys);
-        let (arrays, p) = alloc(&source, keys.populate, weighted, &mut fresh, pid, props).unwrap();
+        let (arrays, p) = alloc(&source, keys, weighted, &mut fresh, pid, props).unwrap();
         (records, src.roi(), arrays, p)
     }
 
