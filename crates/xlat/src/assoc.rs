@@ -110,6 +110,7 @@ impl<V: Copy + Default> SetAssoc<V> {
 
     /// The slot to fill in `set`. Empty slots carry the age that makes them the first choice
     /// (LRU stamp 0, SRRIP "distant"), so one pass over the set suffices.
+    #[inline(always)]
     fn victim(&mut self, set: usize) -> usize {
         let base = set * self.ways;
         match self.policy {

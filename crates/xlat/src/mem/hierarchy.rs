@@ -11,6 +11,8 @@ use super::kind::MemKind;
 use crate::addr::PhysAddr;
 use crate::mem::dram::DramConfig;
 use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -71,23 +73,33 @@ pub struct MshrStats {
 /// Misses are not merged: a second access to a line in flight hits, the line having been
 /// filled functionally at the first.
 struct Mshrs {
-    busy_until: Vec<u64>,
+    /// When each register frees, as a min-heap. Registers differ only in that cycle, so which
+    /// of several equally early ones a miss takes does not matter: a heap finds the earliest
+    /// in O(1) and re-files the claimed one in O(log n), where a scan cost O(n) per miss.
+    busy_until: BinaryHeap<Reverse<u64>>,
 }
 
 impl Mshrs {
-    /// Claim the earliest-free register for a miss known at cycle `at`; returns its index and
-    /// the cycles the miss waits for it.
+    fn new(registers: usize) -> Mshrs {
+        Mshrs {
+            busy_until: (0..registers.max(1)).map(|_| Reverse(0)).collect(),
+        }
+    }
+
+    /// The cycles a miss known at cycle `at` waits for the earliest-free register.
     #[inline]
-    fn claim(&mut self, at: u64) -> (usize, u64) {
-        // Two simple passes (the minimum, then its first position) vectorise; one pass
-        // tracking both does not.
-        let earliest = self.busy_until.iter().copied().min().unwrap_or(0);
-        let best = self
-            .busy_until
-            .iter()
-            .position(|&b| b == earliest)
-            .unwrap_or(0);
-        (best, earliest.saturating_sub(at))
+    fn wait(&self, at: u64) -> u64 {
+        self.busy_until
+            .peek()
+            .map_or(0, |Reverse(earliest)| earliest.saturating_sub(at))
+    }
+
+    /// The earliest-free register is taken until cycle `until`.
+    #[inline]
+    fn hold(&mut self, until: u64) {
+        if let Some(mut earliest) = self.busy_until.peek_mut() {
+            *earliest = Reverse(until);
+        }
     }
 }
 
@@ -119,9 +131,7 @@ impl Hierarchy {
                 .map(|_| [Cache::new(&cfg.l1d), Cache::new(&cfg.l2)])
                 .collect(),
             mshrs: (0..cores.max(1))
-                .map(|_| Mshrs {
-                    busy_until: vec![0; cfg.l1d.mshrs.unwrap_or(1).max(1) as usize],
-                })
+                .map(|_| Mshrs::new(cfg.l1d.mshrs.unwrap_or(1) as usize))
                 .collect(),
             mshr_stats: MshrStats::default(),
             llc: Cache::new(&cfg.llc),
@@ -203,15 +213,15 @@ impl Hierarchy {
         // A miss in the L1D needs one of its MSHRs from when the miss is known until the fill.
         let mshr = if entry == Level::L1d {
             let l1_latency = self.private[self.core][0].latency();
-            let (i, wait) = self.mshrs[self.core].claim(now + l1_latency);
+            let wait = self.mshrs[self.core].wait(now + l1_latency);
             if wait > 0 {
                 self.mshr_stats.waits += 1;
                 self.mshr_stats.wait_cycles += wait;
                 latency += wait;
             }
-            Some(i)
+            true
         } else {
-            None
+            false
         };
         if served == Level::Dram {
             let requester = if kind.is_translation() {
@@ -221,8 +231,8 @@ impl Hierarchy {
             };
             latency += self.dram.access(addr, now + latency, requester);
         }
-        if let Some(i) = mshr {
-            self.mshrs[self.core].busy_until[i] = now + latency;
+        if mshr {
+            self.mshrs[self.core].hold(now + latency);
         }
         (latency, served)
     }
