@@ -12,11 +12,12 @@
 //! frontier order (its compare-and-swap wins); the others see it visited. One thread is exactly
 //! the sequential search.
 
-use super::{kernel_config, start, Access, Csr, Emit, Graph, GraphKeys, GraphSource, Setup};
+use super::{kernel_config, start, Access, Adjacency, Emit, Graph, GraphKeys, GraphSource, Setup};
 use crate::error::Result;
 use crate::os::AddressSpaces;
 use crate::workload::emit::{Array, Emitter, ThreadedSource};
 use std::ops::Range;
+use std::sync::RwLock;
 
 kernel_config! {
     /// `[workload] name = "bfs"`.
@@ -78,9 +79,10 @@ impl BfsConfig {
     }
 }
 
-/// The outcome of one search, computed on the host before any thread emits: which vertex each
-/// queue slot holds, where each level's run of the queue starts, and which queue slot's scan
-/// discovers each vertex. The threads only replay their part of it.
+/// The outcome of one search, computed on the host a level ahead of the threads: which vertex
+/// each queue slot holds, where each level's run of the queue starts, and which queue slot's scan
+/// discovers each vertex. The threads only replay their part of it. Levels are planned as the
+/// threads reach them, so a run that stops early never plans the rest of a large graph.
 struct Plan {
     queue: Vec<u32>,
     /// Level `l` is `queue[levels[l]..levels[l + 1]]`.
@@ -93,32 +95,42 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(csr: &Csr, root: u32) -> Plan {
-        let n = csr.vertices() as usize;
+    fn new(n: usize, root: u32) -> Plan {
         let mut level = vec![UNVISITED; n];
-        let mut parent = vec![NO_PARENT; n];
-        let mut queue = vec![root];
         level[root as usize] = 0;
-        let mut levels = vec![0];
-        while levels.last() != Some(&queue.len()) {
-            let frontier = *levels.last().unwrap_or(&0)..queue.len();
-            levels.push(queue.len());
-            for slot in frontier {
-                let v = queue[slot];
-                for &w in csr.neighbours(v) {
-                    if level[w as usize] == UNVISITED {
-                        level[w as usize] = level[v as usize] + 1;
-                        parent[w as usize] = slot as u32;
-                        queue.push(w);
-                    }
+        Plan {
+            queue: vec![root],
+            levels: vec![0],
+            parent: vec![NO_PARENT; n],
+            level,
+        }
+    }
+
+    /// Whether the last planned level discovered nothing.
+    fn finished(&self) -> bool {
+        self.levels.last() == Some(&self.queue.len())
+    }
+
+    /// Plan the scan of the next level.
+    fn step(&mut self, csr: &Adjacency) {
+        let frontier = *self.levels.last().unwrap_or(&0)..self.queue.len();
+        self.levels.push(self.queue.len());
+        for slot in frontier {
+            let v = self.queue[slot];
+            for &w in csr.neighbours(v).iter() {
+                if self.level[w as usize] == UNVISITED {
+                    self.level[w as usize] = self.level[v as usize] + 1;
+                    self.parent[w as usize] = slot as u32;
+                    self.queue.push(w);
                 }
             }
         }
-        Plan {
-            queue,
-            levels,
-            parent,
-            level,
+    }
+
+    /// Plan up to level `l`'s scan, or to the end of the search if it ends before.
+    fn reach(&mut self, csr: &Adjacency, l: usize) {
+        while self.levels.len() < l + 2 && !self.finished() {
+            self.step(csr);
         }
     }
 
@@ -131,7 +143,8 @@ impl Plan {
 /// One search from `root` by this thread (with the others of its team); returns the level of
 /// every vertex.
 pub(crate) fn search(e: &mut Emitter, g: &Graph, p: &Props, root: u32) -> Emit<Vec<u32>> {
-    let plan = e.share(|| Plan::new(&g.csr, root))?;
+    let n = g.vertices() as usize;
+    let plan = e.share(|| RwLock::new(Plan::new(n, root)))?;
     // Every level starts unset: a parallel loop over the vertices.
     for v in e.static_share(0..g.vertices() as u64) {
         e.instr(2);
@@ -147,12 +160,24 @@ pub(crate) fn search(e: &mut Emitter, g: &Graph, p: &Props, root: u32) -> Emit<V
         p.level.store(e, root as u64, None)?;
         p.queue.store(e, 0, None)?;
     }
-    for l in 0..plan.levels.len() - 1 {
+    for l in 0.. {
+        // Another thread may hold the plan for reading while it scans level `l` (and waits for
+        // this thread's records): take it for writing only when level `l` is not planned yet.
+        let planned = |p: &Plan| p.levels.len() >= l + 2 || p.finished();
+        if !planned(&plan.read().expect("no thread panics")) {
+            plan.write().expect("no thread panics").reach(&g.adj, l);
+        }
+        let plan = plan.read().expect("no thread panics");
+        if plan.levels.len() < l + 2 {
+            break;
+        }
         let part = e.static_share(plan.frontier(l));
         scan(e, g, p, &plan, part)?;
+        drop(plan);
         e.barrier()?;
     }
-    Ok(plan.level.clone())
+    let level = plan.read().expect("no thread panics").level.clone();
+    Ok(level)
 }
 
 /// Scan this thread's part of a level: pop each vertex, read its row, and claim the neighbours
