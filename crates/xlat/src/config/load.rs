@@ -11,15 +11,26 @@ const MAX_EXTENDS_DEPTH: usize = 16;
 
 /// Load `spec` (a preset name or a TOML file path), apply `overrides` (`key=value`), validate.
 pub fn load<T: DeserializeOwned + Validate>(spec: &str, overrides: &[String]) -> Result<T> {
+    let cfg: T = from_table(load_table(spec, overrides)?, spec)?;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// The merged table of `spec` with `overrides` applied, before deserialisation: for a config
+/// type that reads a key of its own (such as a size to expand) before the typed fields.
+pub fn load_table(spec: &str, overrides: &[String]) -> Result<Table> {
     let mut table = resolve_table(spec, 0)?;
     for ov in overrides {
         let (key, value) = parse_override(ov)?;
         set_path(&mut table, &key, value)?;
     }
     table.remove("extends");
-    let cfg: T = deserialize(table, spec)?;
-    cfg.validate()?;
-    Ok(cfg)
+    Ok(table)
+}
+
+/// Deserialise a table from [`load_table`] (errors name the key; `spec` the origin).
+pub fn from_table<T: DeserializeOwned>(table: Table, spec: &str) -> Result<T> {
+    deserialize(table, spec)
 }
 
 fn read_spec(spec: &str) -> Result<(String, String)> {
