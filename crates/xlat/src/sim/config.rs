@@ -149,9 +149,9 @@ impl SimConfig {
             cfg.workload.set_footprint(bytes, key)?;
         }
         let given = |key: &str| {
-            overrides.iter().any(|o| {
-                config::parse_override(o).is_ok_and(|(k, _)| k == key)
-            })
+            overrides
+                .iter()
+                .any(|o| config::parse_override(o).is_ok_and(|(k, _)| k == key))
         };
         cfg.fit_memory(given("os.physmem.bytes"));
         cfg.validate()?;

@@ -354,8 +354,21 @@ mod tests {
     #[test]
     fn footprints_are_reached_from_below() {
         for name in [
-            "gups", "stream", "sysbench-mem", "dlrm-sls", "xsbench", "kmer", "bfs", "pr", "cc",
-            "sssp", "bc", "tc", "dc", "dfs", "gc",
+            "gups",
+            "stream",
+            "sysbench-mem",
+            "dlrm-sls",
+            "xsbench",
+            "kmer",
+            "bfs",
+            "pr",
+            "cc",
+            "sssp",
+            "bc",
+            "tc",
+            "dc",
+            "dfs",
+            "gc",
         ] {
             for target in [1u64 << 30, 8 << 30, 33_000_000_000, 64 << 30] {
                 let w = fitted(name, &target.to_string());
@@ -434,7 +447,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("workload.footprint") && e.contains("`keys`"), "{e}");
+        assert!(
+            e.contains("workload.footprint") && e.contains("`keys`"),
+            "{e}"
+        );
         let e = crate::SimConfig::load(
             "baseline-radix",
             &["workload.name=bfs".into(), "workload.footprint=100".into()],

@@ -195,12 +195,16 @@ fn scan(e: &mut Emitter, g: &Graph, p: &Props, plan: &Plan, part: Range<u64>) ->
         let v = plan.queue[slot as usize];
         p.level.load(e, v as u64, Some(popped))?;
         let (row, bounds) = g.row(e, v, Some(popped))?;
+        // The vertex this row claimed last: a duplicate entry (the implicit graph keeps them,
+        // next to each other in the sorted row) finds it visited.
+        let mut claimed = None;
         for i in row {
             e.instr(2);
             let (w, nb) = g.neighbour(e, i, bounds)?;
             e.instr(1);
             p.level.load(e, w as u64, Some(nb))?;
-            if plan.parent[w as usize] == slot as u32 {
+            if plan.parent[w as usize] == slot as u32 && claimed != Some(w) {
+                claimed = Some(w);
                 e.instr(2);
                 p.level.store(e, w as u64, Some(nb))?;
                 p.queue.store(e, tail, None)?;
@@ -265,6 +269,75 @@ mod tests {
             let parent_level = csr.neighbours(v).iter().map(|&u| levels[u as usize]).min();
             assert_eq!(Some(levels[v as usize] - 1), parent_level);
         }
+    }
+
+    #[test]
+    fn on_the_implicit_graph_the_search_follows_its_rows_at_their_csr_addresses() {
+        use super::super::{GraphKind, Implicit};
+        use crate::rng::{self, Rng};
+        use crate::trace::Roi;
+        use crate::workload::WorkloadConfig;
+        let c = BfsConfig {
+            scale: 10,
+            edge_factor: 8,
+            references: 200_000,
+            graph: GraphKind::Implicit,
+            ..Default::default()
+        };
+        let (recs, roi, (offsets, neighbours, _), p) = run_with_roi(
+            &WorkloadConfig::Bfs(c.clone()),
+            &c.keys(),
+            false,
+            Props::alloc,
+        );
+        // The graph and the first root, drawn as the run draws them (seed 7).
+        let mut seeds = Rng::new(7, rng::stream::WORKLOAD);
+        let g = Implicit::new(10, 8, seeds.next_u64());
+        seeds.next_u64();
+        let mut roots = Rng::new(seeds.next_u64(), 0);
+        let root = (0..64)
+            .map(|_| roots.below(1024) as u32)
+            .find(|&v| g.degree(v) > 0)
+            .unwrap();
+        // Reference BFS over the implicit rows.
+        let mut seen = vec![false; 1024];
+        let (mut order, mut q) = (vec![root], VecDeque::from([root]));
+        seen[root as usize] = true;
+        while let Some(v) = q.pop_front() {
+            for w in g.neighbours(v) {
+                if !seen[w as usize] {
+                    seen[w as usize] = true;
+                    order.push(w);
+                    q.push_back(w);
+                }
+            }
+        }
+        let Roi::At(start) = roi else {
+            panic!("no roi")
+        };
+        let run = &recs[start as usize..];
+        let stores: Vec<u32> = accesses(run, &p.level)
+            .into_iter()
+            .filter(|&(op, _)| op == Op::Store)
+            .map(|(_, i)| i as u32)
+            .collect();
+        assert_eq!(stores[..order.len()], order[..]);
+        // Each popped vertex's row bounds, then its entries, at the CSR's addresses.
+        let want: Vec<u64> = order.iter().flat_map(|&v| g.row(v)).collect();
+        let got: Vec<u64> = accesses(run, &neighbours)
+            .into_iter()
+            .map(|(_, i)| i)
+            .collect();
+        assert_eq!(got[..want.len()], want[..]);
+        let bounds: Vec<u64> = order
+            .iter()
+            .flat_map(|&v| [v as u64, v as u64 + 1])
+            .collect();
+        let got: Vec<u64> = accesses(run, &offsets)
+            .into_iter()
+            .map(|(_, i)| i)
+            .collect();
+        assert_eq!(got[..bounds.len()], bounds[..]);
     }
 
     #[test]
