@@ -461,6 +461,36 @@ mod tests {
     }
 
     #[test]
+    fn the_data_free_workloads_hold_no_data_on_the_host() {
+        use std::mem::needs_drop;
+        // A type that owns no heap memory needs no drop: the per-thread state of gups and
+        // stream, and the Zipf sampler and permutation behind the DLRM indices, are a few
+        // words whatever the table size.
+        assert!(!needs_drop::<super::super::gups::Updater>());
+        assert!(!needs_drop::<super::super::stream::Triad>());
+        assert!(!needs_drop::<super::super::dist::Zipf>());
+        assert!(!needs_drop::<super::super::dist::Scatter>());
+        // The DLRM index stream holds one permutation per table, not per row.
+        let WorkloadConfig::DlrmSls(small) = fitted("dlrm-sls", "1GiB") else {
+            unreachable!()
+        };
+        let WorkloadConfig::DlrmSls(large) = fitted("dlrm-sls", "64GiB") else {
+            unreachable!()
+        };
+        assert!(large.rows > 32 * small.rows);
+        let (a, b) = (
+            super::super::dlrm::IndexStream::new(&small, 1),
+            super::super::dlrm::IndexStream::new(&large, 1),
+        );
+        assert_eq!(a.tables(), b.tables());
+        // The implicit graph: one offset per vertex, whatever the edge factor.
+        let sparse = super::super::graph::Implicit::new(12, 1, 1);
+        let dense = super::super::graph::Implicit::new(12, 64, 1);
+        assert_eq!(sparse.host_bytes(), dense.host_bytes());
+        assert_eq!(dense.host_bytes(), 8 * ((1 << 12) + 1));
+    }
+
+    #[test]
     fn host_memory_of_the_data_free_workloads_does_not_grow_with_the_footprint() {
         for name in ["gups", "stream", "sysbench-mem", "dlrm-sls"] {
             let small = fitted(name, "1GiB").workload_host_bytes().unwrap();
