@@ -264,9 +264,19 @@ def test_run_at_a_footprint_grows_physical_memory(run_cli, tmp_path) -> None:
     out = tmp_path / "r"
     _ok(
         run_cli(
-            "run", "-c", "baseline-radix", "-w", "gups", "--refs", "2000",
-            "--set", "workload.footprint=64GiB", "--set", "workload.populate=false",
-            "-o", str(out),
+            "run",
+            "-c",
+            "baseline-radix",
+            "-w",
+            "gups",
+            "--refs",
+            "2000",
+            "--set",
+            "workload.footprint=64GiB",
+            "--set",
+            "workload.populate=false",
+            "-o",
+            str(out),
         )
     )
     text = (out / "config.toml").read_text()

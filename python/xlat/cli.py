@@ -350,9 +350,7 @@ def _cmd_workloads(args: argparse.Namespace) -> int:
         size = w["footprint_bytes"] / 2**20
         host = w["host_bytes"]
         host_text = "?" if host is None else f"{host / 2**30:,.1f} GiB"
-        lines.append(
-            f"{w['name']:<14}{size:>12,.0f} MiB  {host_text:>9}  {w['description']}"
-        )
+        lines.append(f"{w['name']:<14}{size:>12,.0f} MiB  {host_text:>9}  {w['description']}")
         if args.verbose:
             lines.extend("    " + line for line in w["defaults"].strip().splitlines())
     _print("\n".join(lines))

@@ -69,9 +69,12 @@ fn pow2_floor(n: u64) -> u64 {
     1 << (63 - n.leading_zeros())
 }
 
-/// Per-vertex simulated property bytes of each graph kernel (one entry per array) and whether
-/// it has the weight array.
-fn graph_props(cfg: &WorkloadConfig) -> Option<(GraphKeys, &'static [u64], bool)> {
+/// Per-vertex simulated property bytes of each graph kernel (one entry per array), whether it
+/// has the weight array, and the host bytes per vertex of its own state (counted from its code,
+/// with 8 bytes to spare: `bfs` keeps the plan's level, parent and queue and returns a copy of
+/// the levels; `bc` Brandes' depth, sigma, delta, its copy, the order and the scores; `dfs` its
+/// order and a stack of 16-byte frames).
+fn graph_props(cfg: &WorkloadConfig) -> Option<(GraphKeys, &'static [u64], bool, u64)> {
     Some(match cfg {
         WorkloadConfig::Bfs(c) => (
             GraphKeys {
@@ -80,6 +83,7 @@ fn graph_props(cfg: &WorkloadConfig) -> Option<(GraphKeys, &'static [u64], bool)
             },
             &[4, 4],
             false,
+            24,
         ),
         WorkloadConfig::Pr(c) => (
             GraphKeys {
@@ -88,21 +92,18 @@ fn graph_props(cfg: &WorkloadConfig) -> Option<(GraphKeys, &'static [u64], bool)
             },
             &[8, 8],
             false,
+            32,
         ),
-        WorkloadConfig::Cc(c) => (c.keys(), &[4], false),
-        WorkloadConfig::Sssp(c) => (c.keys(), &[8, 4, 4], true),
-        WorkloadConfig::Bc(c) => (c.keys(), &[8, 4, 4, 8, 8, 8], false),
-        WorkloadConfig::Tc(c) => (c.keys(), &[], false),
-        WorkloadConfig::Dc(c) => (c.keys(), &[4], false),
-        WorkloadConfig::Dfs(c) => (c.keys(), &[4, 16], false),
-        WorkloadConfig::Gc(c) => (c.keys(), &[4, 4], false),
+        WorkloadConfig::Cc(c) => (c.keys(), &[4], false, 16),
+        WorkloadConfig::Sssp(c) => (c.keys(), &[8, 4, 4], true, 24),
+        WorkloadConfig::Bc(c) => (c.keys(), &[8, 4, 4, 8, 8, 8], false, 48),
+        WorkloadConfig::Tc(c) => (c.keys(), &[], false, 8),
+        WorkloadConfig::Dc(c) => (c.keys(), &[4], false, 16),
+        WorkloadConfig::Dfs(c) => (c.keys(), &[4, 16], false, 32),
+        WorkloadConfig::Gc(c) => (c.keys(), &[4, 4], false, 16),
         _ => return None,
     })
 }
-
-/// Host bytes per vertex a graph kernel keeps (levels, ranks, labels, search plans): an upper
-/// bound over the kernels (betweenness centrality's Brandes state is the largest).
-const GRAPH_HOST_VERTEX_BYTES: u64 = 64;
 
 fn graph_footprint(keys: &GraphKeys, props: &[u64], weighted: bool) -> u64 {
     let n = 1u64 << keys.scale;
@@ -144,7 +145,7 @@ impl WorkloadConfig {
     /// Bytes of simulated memory the workload's data takes (its arrays, rounded to pages), or
     /// `None` where that is known only by building it (index structures, traces).
     pub fn footprint_bytes(&self) -> Option<u64> {
-        if let Some((keys, props, weighted)) = graph_props(self) {
+        if let Some((keys, props, weighted, _)) = graph_props(self) {
             return Some(graph_footprint(&keys, props, weighted));
         }
         Some(match self {
@@ -177,8 +178,8 @@ impl WorkloadConfig {
     /// Upper bound of the host memory the workload's own data takes (what the engine keeps per
     /// simulated page comes on top: [`WorkloadConfig::host_bytes`] adds it).
     pub fn workload_host_bytes(&self) -> Option<u64> {
-        if let Some((keys, _, _)) = graph_props(self) {
-            return Some(keys.host_bytes(GRAPH_HOST_VERTEX_BYTES));
+        if let Some((keys, _, _, host_vertex_bytes)) = graph_props(self) {
+            return Some(keys.host_bytes(host_vertex_bytes));
         }
         Some(match self {
             // The data steers nothing: only generator state, a few KiB.
@@ -219,7 +220,7 @@ impl WorkloadConfig {
                 format!("{bytes} bytes is below the smallest footprint of `{name}` ({min} bytes)"),
             )
         };
-        if let Some((keys, props, weighted)) = graph_props(self) {
+        if let Some((keys, props, weighted, _)) = graph_props(self) {
             // The largest scale at the configured edge factor, then the edge factor raised to
             // fill the rest (Graph500's scales are a factor of two apart).
             let at = |scale: u32, edge_factor: u32| {
@@ -504,6 +505,6 @@ mod tests {
         };
         assert!(c.keys().implicit());
         let vertices = 1u64 << c.scale;
-        assert!(bfs.workload_host_bytes().unwrap() <= (8 + 8 + 64) * vertices);
+        assert!(bfs.workload_host_bytes().unwrap() <= (8 + 8 + 24) * vertices);
     }
 }
