@@ -438,6 +438,26 @@ mod tests {
     }
 
     #[test]
+    fn physical_memory_and_dram_rows_follow_the_footprint_unless_memory_is_given() {
+        let load = |extra: &[&str]| {
+            let mut ov = vec!["workload.footprint=\"64GiB\"".to_string()];
+            ov.extend(extra.iter().map(|s| s.to_string()));
+            crate::SimConfig::load("baseline-radix", &ov).unwrap()
+        };
+        let cfg = load(&[]);
+        assert_eq!(cfg.os.physmem.bytes, 81 << 30);
+        assert!(cfg.dram.capacity_bytes().unwrap() >= cfg.os.physmem.bytes);
+        assert!(cfg.dram.rows.unwrap() > 65536);
+        // The user's memory stays (the OS reports a footprint beyond it when it runs out).
+        let given = load(&["os.physmem.bytes=34359738368"]);
+        assert_eq!(given.os.physmem.bytes, 32 << 30);
+        // Defaults that fit are untouched.
+        let default = crate::SimConfig::load("baseline-radix", &[]).unwrap();
+        assert_eq!(default.os.physmem.bytes, 32 << 30);
+        assert_eq!(default.dram.rows, Some(65536));
+    }
+
+    #[test]
     fn workloads_without_a_footprint_name_their_size_keys() {
         let e = crate::SimConfig::load(
             "baseline-radix",
