@@ -78,7 +78,7 @@ def test_grouped_bars_draws_raw_values_and_their_geometric_mean() -> None:
         expected_gmean = math.exp(sum(math.log(v) for v in per_workload) / 3)
         expected.append(expected_gmean)
     assert bar_heights(fig) == pytest.approx(expected)
-    legend = fig.axes[0].get_legend()
+    (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == list(frames.LABELS)
 
 
@@ -232,7 +232,7 @@ def test_lines_plot_the_mean_over_a_swept_parameter() -> None:
     (ax,) = fig.axes
     assert ax.get_xscale() == "log"
     assert ax.get_xlabel() == "mmu.l2tlb.unified.entries"
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    legend = [t.get_text() for t in ax.get_figure().legends[0].get_texts()]
     assert sorted(legend) == sorted(frames.WORKLOADS)
     assert len(ax.get_lines()) == len(frames.WORKLOADS)
     for line, workload in zip(ax.get_lines(), legend):
@@ -274,3 +274,21 @@ def test_save_writes_png_and_pdf(tmp_path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ipc.pdf", "sub"]
     with pytest.raises(ValueError, match=".svg"):
         plots.save(fig, tmp_path / "ipc.svg")
+
+
+def test_long_legends_fit_and_decades_get_a_log_axis() -> None:
+    # Six long labels and values 10^5 apart: a legend in one row would not fit the figure
+    # (matplotlib then gives up on the layout, which the test configuration makes an error).
+    labels = [f"baseline-radix entries={e} walkers={w}" for e in (768, 1536, 3072) for w in (1, 2)]
+    rows = [
+        {"status": "ok", "workload": w, "label": label, "stats.summary.ipc": (i + 1) * scale}
+        for w, scale in (("gups", 1000.0), ("bfs", 0.01))
+        for i, label in enumerate(labels)
+    ]
+    fig = plots.grouped_bars(pd.DataFrame(rows), "ipc", title="A title above the legend")
+    plots.png_bytes(fig)
+    (legend,) = fig.legends
+    assert legend.get_title().get_text() == "A title above the legend"
+    assert fig.axes[0].get_yscale() == "log"
+    close = plots.grouped_bars(pd.DataFrame(rows[:6]), "ipc")
+    assert close.axes[0].get_yscale() == "linear"

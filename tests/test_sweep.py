@@ -92,21 +92,86 @@ def test_a_failing_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None
     )
     memory = {k: v for k, v in TINY.items() if k.startswith("os.")}
     out = tmp_path / "s"
-    res = sweep(
-        [str(bad), str(good)],
-        out=out,
-        overrides=memory,
-        jobs=2,
-        progress=False,
-    )
+    with pytest.warns(RuntimeWarning, match="1 of 2 runs failed.*no such trace file"):
+        res = sweep(
+            [str(bad), str(good)],
+            out=out,
+            overrides=memory,
+            jobs=2,
+            progress=False,
+        )
     assert res.ran == 2 and len(res.failed) == 1
     df = load(out).set_index("system")
     assert df.loc[str(good), "status"] == "ok"
     assert df.loc[str(bad), "status"] == "failed"
     assert "no such trace file" in df.loc[str(bad), "error"]
-    # A re-run retries only what is not finished.
-    again = sweep([str(bad), str(good)], out=out, overrides=memory, jobs=1, progress=False)
-    assert (again.ran, again.skipped) == (1, 1)
+    # A re-run retries only what is not finished; that all of it fails is an error.
+    with pytest.raises(xlat.XlatError, match="all 1 runs failed.*no such trace file"):
+        sweep([str(bad), str(good)], out=out, overrides=memory, jobs=1, progress=False)
+    assert run_records(out)[df.loc[str(good), "run_id"]]["status"] == "ok"
+
+
+def worker_pids() -> list[int]:
+    """The live local-backend workers this process started."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and b"xlat.worker" in cmdline:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def test_a_dying_worker_loses_only_its_run(tmp_path: Path) -> None:
+    # One worker runs three points in order; once the first is stored, the worker is killed
+    # while it holds the second, which cannot finish first (10^12 references).
+    refs = [20_000, 10**12, 20_001]
+    killed: list[int] = []
+
+    def kill_worker_after_first(rid: str, result) -> None:
+        if not killed:
+            (pid,) = worker_pids()
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    out = tmp_path / "s"
+    with pytest.warns(RuntimeWarning, match="1 of 3 runs failed"):
+        res = sweep(
+            "baseline-radix",
+            {"workload.references": refs},
+            GUPS,
+            out=out,
+            overrides={k: v for k, v in TINY.items() if k.startswith("os.")},
+            jobs=1,
+            progress=False,
+            on_result=kill_worker_after_first,
+        )
+    assert res.ran == 3
+    df = load(out).set_index("param.workload.references")
+    assert list(df.loc[refs, "status"]) == ["ok", "failed", "ok"]
+    assert "the worker process died (exit status -9)" in df.loc[10**12, "error"]
+    assert not worker_pids(), "every worker has ended"
+
+
+def test_the_readme_sweep_runs_as_a_plain_script(tmp_path: Path) -> None:
+    # The README's example, saved as a script without a __main__ guard (shrunk to 20k refs).
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    block = next(b for b in readme.split("```python")[1:] if "xlat.sweep(" in b)
+    code = block.split("```")[0].replace("1_000_000", "20_000")
+    assert "__main__" not in code
+    script = tmp_path / "sw.py"
+    script.write_text(
+        "import xlat\n" + code + "\nassert res.ran == len(res.run_ids) and not res.failed\n"
+        "assert (df['status'] == 'ok').all(), df['error']\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(run_records(tmp_path / "out" / "walkers")) == 12
 
 
 def test_a_bad_point_is_an_error_before_anything_runs(tmp_path: Path) -> None:
@@ -239,5 +304,15 @@ def test_query_runs_sql_over_sweeps(tmp_path: Path, run_cli) -> None:
     cli = run_cli("query", "SELECT count(*) AS n FROM runs WHERE status = 'ok'", out, "--csv")
     assert cli.returncode == 0, cli.stderr
     assert cli.stdout.split() == ["n", "2"]
-    bad = run_cli("query", "SELECT nope FROM runs", out)
-    assert bad.returncode == 2 and "nope" in bad.stderr and "Traceback" not in bad.stderr
+    # Swept values keep their type: 768 sorts before 1536 (as text it would not).
+    grid = tmp_path / "grid"
+    entries = [1536, 768]
+    sweep("baseline-radix", {"mmu.l2tlb.unified.entries": entries}, GUPS, out=grid,
+          overrides=TINY, progress=False)  # fmt: skip
+    column = '"param.mmu.l2tlb.unified.entries"'
+    frame = query(f"SELECT {column} AS e FROM runs ORDER BY e", [grid])
+    assert frame["e"].tolist() == [768, 1536]
+    for sql, says in (("SELECT nope FROM runs", "nope"), ("SELEC 1", "SELEC")):
+        bad = run_cli("query", sql, out)
+        assert bad.returncode == 2 and says in bad.stderr and "Traceback" not in bad.stderr
+        assert bad.stderr.count("\n") == 1, bad.stderr

@@ -84,8 +84,13 @@ def __getattr__(name: str) -> Any:
         from .api import engine
 
         return engine().__version__
+    if name == "experiments":
+        # The reproductions pull in plotting; imported on first use (``xlat.experiments.x``).
+        import importlib
+
+        return importlib.import_module(".experiments", __name__)
     raise AttributeError(f"module 'xlat' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | {"XlatError", "__version__"})
+    return sorted(set(globals()) | {"XlatError", "__version__", "experiments"})

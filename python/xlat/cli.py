@@ -28,9 +28,10 @@ import math
 import os
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NoReturn
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -452,18 +453,21 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             raise CliError(
                 f"--seeds expects integers separated by commas, got {args.seeds!r}"
             ) from None
-    result = sweep(
-        args.config,
-        parse_grid(args.grid),
-        args.workload,
-        seeds,
-        out=args.out,
-        overrides=_overrides(args),
-        backend=args.backend,
-        jobs=args.jobs,
-        scheduler=args.scheduler,
-        progress=_progress(args),
-    )
+    with warnings.catch_warnings():
+        # Failed runs are listed one per line below; the API's warning would repeat them.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = sweep(
+            args.config,
+            parse_grid(args.grid),
+            args.workload,
+            seeds,
+            out=args.out,
+            overrides=_overrides(args),
+            backend=args.backend,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+            progress=_progress(args),
+        )
     _print(
         f"sweep {args.out}: {len(result.run_ids)} runs ({result.ran} ran, "
         f"{result.skipped} already finished, {len(result.failed)} failed) -> "
@@ -482,7 +486,13 @@ def _cmd_query(args: argparse.Namespace) -> int:
     try:
         frame = query(args.sql, args.sweeps)
     except duckdb.Error as exc:
-        raise CliError(f"query failed: {exc}") from None
+        # DuckDB's message spans lines (the query quoted, a caret under the spot): one line.
+        parts = [
+            line.strip()
+            for line in str(exc).splitlines()
+            if line.strip() and not line.startswith("LINE ") and set(line.strip()) != {"^"}
+        ]
+        raise CliError(f"query failed: {' '.join(parts)}") from None
     if args.csv:
         _print(frame.to_csv(index=False))
     elif args.json:
@@ -701,15 +711,22 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line, like every other error of the command."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``xlat`` command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="xlat",
         description="xlat: fast, unified simulator of virtual-memory address translation.",
         epilog="Run 'xlat COMMAND --help' for the options of a command.",
     )
     parser.add_argument("-V", "--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser(
         "run",

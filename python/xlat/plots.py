@@ -150,18 +150,30 @@ def _new_figure(figsize: tuple[float, float] = _FIGSIZE) -> tuple[Figure, Axes]:
     return fig, ax
 
 
-def _legend_on_top(ax: Axes, handles: Sequence[Any], labels: Sequence[str]) -> None:
+def _legend_and_title(
+    ax: Axes, handles: Sequence[Any], labels: Sequence[str], title: str | None
+) -> None:
+    """The title, then the legend in rows above the plot, as many entries per row as fit the
+    figure's width: constrained layout makes room for both instead of giving up. The title is
+    the legend's own title (a separate figure title would be laid over an outside legend)."""
+    fig = ax.get_figure()
     if not handles:
+        if title:
+            fig.suptitle(title)
         return
-    ax.legend(
+    # A "small" (~8.3 pt) character is about 5 pt wide; an entry adds its handle and padding.
+    entry_pt = 5.0 * (max(len(str(label)) for label in labels) + 5)
+    fits = int(fig.get_figwidth() * 72 * 0.95 // entry_pt)
+    fig.legend(
         handles,
         labels,
-        loc="lower center",
-        bbox_to_anchor=(0.5, 1.0),
-        ncol=min(len(handles), 5),
+        loc="outside upper center",
+        ncol=max(1, min(len(handles), fits, 6)),
         frameon=False,
         fontsize="small",
         handlelength=1.8,
+        title=title or None,
+        title_fontsize="large",
     )
 
 
@@ -203,6 +215,15 @@ def _annotate_clipped(ax: Axes, positions: Sequence[float], heights: Sequence[fl
                 bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"},
                 annotation_clip=False,
             )
+
+
+#: Bars whose largest and smallest positive heights differ by more than this get a log axis.
+_LOG_AXIS_SPAN = 100.0
+
+
+def _spans_decades(heights: Sequence[float]) -> bool:
+    positive = [h for h in heights if math.isfinite(h) and h > 0]
+    return len(positive) > 1 and max(positive) > _LOG_AXIS_SPAN * min(positive)
 
 
 def _summarise(values: np.ndarray, summary: str, metric: str) -> float:
@@ -344,6 +365,9 @@ def grouped_bars(
     _set_group_ticks(ax, names)
     if ylim is not None:
         ax.set_ylim(*ylim)
+    elif _spans_decades(drawn_h):
+        # On a linear axis the small bars would vanish next to the large ones.
+        ax.set_yscale("log")
     _annotate_clipped(ax, drawn_x, drawn_h)
     if ylabel is None:
         ylabel = _short_name(column)
@@ -352,9 +376,7 @@ def grouped_bars(
         elif baseline is not None:
             ylabel = f"speed-up over {baseline} ({ylabel})"
     ax.set_ylabel(ylabel)
-    _legend_on_top(ax, handles, [str(h) for h in hues])
-    if title:
-        fig.suptitle(title)
+    _legend_and_title(ax, handles, [str(h) for h in hues], title)
     return fig
 
 
@@ -465,7 +487,7 @@ def stacked_bars(
             for j in range(len(hues))
         ]
     legend_labels = labels + ([str(h) for h in hues] if hue is not None else [])
-    _legend_on_top(ax, handles, legend_labels)
+    _legend_and_title(ax, handles, legend_labels, title)
     if ylabel is None:
         if normalize is True:
             ylabel = "fraction"
@@ -476,8 +498,6 @@ def stacked_bars(
     ax.set_ylabel(ylabel)
     if normalize is True:
         ax.set_ylim(0, 1.0)
-    if title:
-        fig.suptitle(title)
     return fig
 
 
@@ -553,10 +573,7 @@ def lines(
             ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel(_short_name(x_col))
     ax.set_ylabel(ylabel if ylabel is not None else _short_name(column))
-    if hue is not None:
-        _legend_on_top(ax, handles, names)
-    if title:
-        fig.suptitle(title)
+    _legend_and_title(ax, handles if hue is not None else [], names, title)
     return fig
 
 

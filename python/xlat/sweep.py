@@ -6,7 +6,8 @@ resolved config, which names the workload, its parameters and the seed) and of t
 version, so the same point always has the same id, and two spellings of the same system share
 one. Runs execute on a *backend*:
 
-* ``local`` (default): a pool of worker processes on this machine (``jobs``);
+* ``local`` (default): ``jobs`` worker processes on this machine (``xlat.worker``: fresh
+  interpreters that import only xlat, never the caller's script);
 * ``dask``: tasks on a ``dask.distributed`` cluster (``scheduler="tcp://..."``, or a
   ``LocalCluster`` of ``jobs`` workers when no address is given). A task whose worker dies is
   re-run on another worker by the scheduler.
@@ -24,12 +25,14 @@ import hashlib
 import itertools
 import json
 import os
+import queue
 import socket
+import subprocess
 import sys
+import threading
 import time
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Union
@@ -244,45 +247,105 @@ def _finished(out: Path, rid: str) -> bool:
 Todo = list[tuple[str, dict[str, Any]]]
 
 
-def _local(todo: Todo, jobs: int) -> Iterator[tuple[str, dict[str, Any]]]:
-    """A pool of ``jobs`` worker processes. A worker that dies (killed, out of memory) takes
-    only its runs with it: they are recorded as failed and the pool is restarted."""
-    import multiprocessing
+class _WorkerProcess:
+    """One ``xlat.worker`` process (a fresh interpreter that imports only xlat), fed one run at
+    a time over its stdin and stdout."""
 
-    # "spawn": the engine runs threads; forking a process that has threads is unsafe.
-    context = multiprocessing.get_context("spawn")
-    died = {"status": "failed", "error": "the worker process died"}
-    queue = iter(todo)
-    while True:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            # Keep a few runs queued per worker, not the whole sweep: Ctrl-C then has little
-            # to cancel and a dead pool loses only what was in flight.
-            futures: dict[Future, str] = {
-                pool.submit(execute, spec): rid for rid, spec in itertools.islice(queue, 2 * jobs)
-            }
-            if not futures:
-                return
-            broken = False
+    def __init__(self) -> None:
+        # Found the way this process found it, even if only its sys.path knew where (appended:
+        # an installed xlat, if any, keeps priority, as it has here).
+        root = str(Path(__file__).resolve().parent.parent)
+        start = f"import sys; sys.path.append({root!r}); from xlat.worker import main; main()"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", start],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+
+    def run(self, spec: dict[str, Any]) -> dict[str, Any] | None:
+        """The run's result, or ``None`` if the process died before answering."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(json.dumps(spec) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (OSError, ValueError):  # a broken pipe, or closed by stop()
+            line = ""
+        return json.loads(line) if line else None
+
+    def stop(self, kill: bool = False) -> int | None:
+        """End the process (it exits when its stdin closes); returns its exit status."""
+        if kill and self.proc.poll() is None:
+            self.proc.kill()
+        for stream in (self.proc.stdin, self.proc.stdout):
             try:
-                while futures and not broken:
-                    done, _ = wait(futures, return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        rid = futures.pop(fut)
-                        try:
-                            yield rid, fut.result()
-                        except BrokenProcessPool:
-                            broken = True
-                            yield rid, dict(died)
-                    if not broken:
-                        for rid, spec in itertools.islice(queue, len(done)):
-                            futures[pool.submit(execute, spec)] = rid
-                for fut, rid in futures.items():  # a broken pool: its other runs are lost too
-                    fut.cancel()
-                    yield rid, dict(died)
-            except BaseException:
-                for fut in futures:
-                    fut.cancel()
-                raise
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        return self.proc.wait()
+
+
+def _local(todo: Todo, jobs: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``jobs`` worker processes (``python -m xlat.worker``), each running one run at a time.
+    A worker that dies (killed, out of memory) takes only its run with it: that run is recorded
+    as failed and a new worker takes the next. Leaving early (Ctrl-C, an error) kills the
+    workers: the runs in flight are lost, everything finished is already stored."""
+    runs = iter(todo)
+    lock = threading.Lock()
+    stopping = threading.Event()
+    live: set[_WorkerProcess] = set()
+    finished: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
+
+    def serve() -> None:
+        worker: _WorkerProcess | None = None
+        while not stopping.is_set():
+            with lock:
+                item = next(runs, None)
+                if item is not None and worker is None:
+                    worker = _WorkerProcess()
+                    live.add(worker)
+            if item is None or worker is None:
+                break
+            rid, spec = item
+            result = worker.run(spec)
+            if result is None:
+                with lock:
+                    live.discard(worker)
+                status = worker.stop(kill=True)
+                worker = None
+                result = {
+                    "status": "failed",
+                    "error": f"the worker process died (exit status {status})",
+                }
+            finished.put((rid, result))
+        if worker is not None:
+            with lock:
+                live.discard(worker)
+            worker.stop()
+        finished.put(None)
+
+    threads = [threading.Thread(target=serve, daemon=True) for _ in range(min(jobs, len(todo)))]
+    for t in threads:
+        t.start()
+    try:
+        running = len(threads)
+        while running:
+            item = finished.get()
+            if item is None:
+                running -= 1
+            else:
+                yield item
+    finally:
+        stopping.set()
+        with lock:
+            doomed = list(live)
+        for worker in doomed:
+            worker.stop(kill=True)
+        for t in threads:
+            t.join()
 
 
 def _dask(
@@ -371,7 +434,8 @@ def sweep(
 
     Raises:
         xlat.XlatError: a point whose config does not resolve (unknown key, bad value): found
-            before anything runs, with the point named.
+            before anything runs, with the point named; or every run that ran failed (each is
+            recorded with its error). Some runs failing is a ``RuntimeWarning``.
     """
     out = Path(out)
     specs = plan(base, grid, workloads, seeds, overrides)
@@ -430,4 +494,25 @@ def sweep(
             bar.close()
         # Whatever finished is in the table, even after Ctrl-C.
         collect(out, ids)
+    _report_failures(result)
     return result
+
+
+def _report_failures(result: SweepResult) -> None:
+    """A sweep whose runs failed must not look like a success: every run failed is an error,
+    some failed a warning; both name the first error and where the others are."""
+    if not result.failed:
+        return
+    rid, first = result.failed[0]
+    where = f"errors in {result.out / RUNS_DIR}/<run id>/{RUN_FILE}"
+    if len(result.failed) == result.ran:
+        raise api.engine().XlatError(
+            f"sweep {result.out}: all {result.ran} runs failed; the first ({rid}): {first} "
+            f"({where})"
+        )
+    warnings.warn(
+        f"sweep {result.out}: {len(result.failed)} of {result.ran} runs failed; the first "
+        f"({rid}): {first} ({where})",
+        RuntimeWarning,
+        stacklevel=3,
+    )

@@ -29,11 +29,27 @@ pub enum Error {
     /// A workload or trace asks for something the simulated system cannot do.
     #[error("workload error: {0}")]
     Workload(String),
+
+    /// An error while simulating record `record` (counted from 0) of the workload's stream.
+    #[error("at record {record}: {source}")]
+    AtRecord { record: u64, source: Box<Error> },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// This error, as raised while simulating record `record` of the stream.
+    #[cold]
+    pub fn at_record(self, record: u64) -> Error {
+        match self {
+            Error::Interrupted | Error::AtRecord { .. } => self,
+            other => Error::AtRecord {
+                record,
+                source: Box::new(other),
+            },
+        }
+    }
+
     pub fn config(key: impl Into<String>, msg: impl Into<String>) -> Error {
         Error::Config {
             key: key.into(),

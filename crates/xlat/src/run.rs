@@ -4,6 +4,7 @@
 use crate::error::{Error, Result};
 use crate::sim::SimConfig;
 use crate::sim::{Simulation, Stats};
+use crate::workload::WorkloadConfig;
 use serde::Serialize;
 use std::path::Path;
 use std::time::Instant;
@@ -32,8 +33,22 @@ pub fn run(
         write_atomic(&dir.join("config.toml"), &cfg.to_toml())?;
     }
     check_host_memory(&cfg, host_memory_bytes())?;
+    let trace = match &cfg.workload {
+        WorkloadConfig::Trace(t) => Some(std::path::PathBuf::from(&t.path)),
+        _ => None,
+    };
     let mut sim = Simulation::new(cfg)?;
-    let stats = sim.run(progress)?;
+    let stats = sim.run(progress).map_err(|e| match (e, trace) {
+        // A trace's record is named by its place in the file.
+        (Error::AtRecord { record, source }, Some(path)) => {
+            let place = crate::trace::locate(&path, record).map_or_else(
+                || format!("record {record}"),
+                |p| format!("record {record}, {p}"),
+            );
+            Error::file(&path, format!("{place}: {source}"))
+        }
+        (e, _) => e,
+    })?;
     if let Some(dir) = out {
         write_atomic(&dir.join("stats.json"), &stats.to_json())?;
     }

@@ -11,26 +11,71 @@ const MAX_EXTENDS_DEPTH: usize = 16;
 
 /// Load `spec` (a preset name or a TOML file path), apply `overrides` (`key=value`), validate.
 pub fn load<T: DeserializeOwned + Validate>(spec: &str, overrides: &[String]) -> Result<T> {
-    let cfg: T = from_table(load_table(spec, overrides)?, spec)?;
-    cfg.validate()?;
-    Ok(cfg)
+    load_with(spec, overrides, |_| ()).map(|(cfg, ())| cfg)
 }
 
-/// The merged table of `spec` with `overrides` applied, before deserialisation: for a config
-/// type that reads a key of its own (such as a size to expand) before the typed fields.
-pub fn load_table(spec: &str, overrides: &[String]) -> Result<Table> {
+/// [`load`], calling `take` on the merged table (overrides applied) before it is deserialised:
+/// for a config type that reads a key of its own (such as a size to expand) before the typed
+/// fields. Returns the validated config and what `take` returned.
+pub fn load_with<T: DeserializeOwned + Validate, X>(
+    spec: &str,
+    overrides: &[String],
+    take: impl FnOnce(&mut Table) -> X,
+) -> Result<(T, X)> {
     let mut table = resolve_table(spec, 0)?;
+    let before_overrides = table.clone();
     for ov in overrides {
         let (key, value) = parse_override(ov)?;
         set_path(&mut table, &key, value)?;
     }
     table.remove("extends");
-    Ok(table)
+    let taken = take(&mut table);
+    let cfg: T = deserialize(table, spec).map_err(|e| match e {
+        Error::Config { key, msg } => new_key_error(&before_overrides, overrides, key, msg),
+        other => other,
+    })?;
+    cfg.validate()?;
+    Ok((cfg, taken))
 }
 
-/// Deserialise a table from [`load_table`] (errors name the key; `spec` the origin).
-pub fn from_table<T: DeserializeOwned>(table: Table, spec: &str) -> Result<T> {
-    deserialize(table, spec)
+/// An error at `key` whose path passes through a name that no preset or file defined, but an
+/// override did, is most likely a misspelt name (`mmu.l2tlb.unifed.entries=3072` creates a
+/// table `unifed` with one field): say that the name is new and list the existing ones.
+fn new_key_error(before: &Table, overrides: &[String], key: String, msg: String) -> Error {
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut table = before;
+    for (i, part) in parts.iter().enumerate() {
+        match table.get(*part) {
+            Some(Value::Table(t)) => table = t,
+            Some(_) => break,
+            None => {
+                let Some(set) = overrides.iter().find(|o| {
+                    let set_key = o.split_once('=').map_or(o.as_str(), |(k, _)| k.trim());
+                    set_key
+                        .split('.')
+                        .take(i + 1)
+                        .eq(parts[..=i].iter().copied())
+                }) else {
+                    break;
+                };
+                let parent = if i == 0 {
+                    "the top level".to_string()
+                } else {
+                    format!("`{}`", parts[..i].join("."))
+                };
+                let existing: Vec<&str> = table.keys().map(String::as_str).collect();
+                return Error::config(
+                    parts[..=i].join("."),
+                    format!(
+                        "`{part}` is not a key of {parent} (it has: {}); the override `{set}` \
+                         would add it, and then: {msg}",
+                        existing.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+    Error::Config { key, msg }
 }
 
 fn read_spec(spec: &str) -> Result<(String, String)> {
@@ -202,6 +247,33 @@ mod tests {
             s.contains("mmu.l2tlb.unified") && s.contains("entires"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn a_misspelt_table_name_is_named_with_the_existing_ones() {
+        for ov in ["mmu.l2tlb.unifed.entries=3072", "mmu.l2tlb.nosuchkey=1"] {
+            let e = load("baseline-radix", &[ov.into()])
+                .unwrap_err()
+                .to_string();
+            let name = ov.split(['.', '=']).nth(2).unwrap();
+            assert!(
+                e.contains(&format!("`{name}` is not a key of `mmu.l2tlb`"))
+                    && e.contains("1g, unified")
+                    && e.contains(ov),
+                "{e}"
+            );
+        }
+        // A new array given in full is a new array, not a mistake.
+        let full = [
+            "entries=16",
+            "ways=4",
+            "latency=12",
+            "replacement=\"lru\"",
+            "page_sizes=[\"4K\"]",
+        ]
+        .map(|f| format!("mmu.l2tlb.extra.{f}"));
+        let cfg = load("baseline-radix", &full).unwrap();
+        assert_eq!(cfg.mmu.l2tlb["extra"].entries, 16);
     }
 
     #[test]

@@ -1068,6 +1068,93 @@ mod tests {
             prop_assert!(s.row_empty() <= 4 * 2);
         }
 
+        /// Row hits, empty rows, conflicts and interference match an open-row model written
+        /// from the definitions, on random streams over random geometries and mappings; with
+        /// accesses far apart (idle banks, tRAS long past) each latency is exactly its class's.
+        #[test]
+        fn row_buffer_outcomes_match_an_open_row_reference(
+            order in Just(vec!["row", "rank", "bank", "channel", "column"]).prop_shuffle(),
+            log2 in (0u32..3, 0u32..2, 1u32..5, 4u32..8, prop::option::of(4u32..12)),
+            reqs in prop::collection::vec((0u64..(1 << 26), any::<bool>(), 0u64..60), 1..500),
+            apart in any::<bool>(),
+        ) {
+            let (ch_bits, rank_bits, bank_bits, col_bits, row_bits) = log2;
+            let mut order = order;
+            if row_bits.is_none() {
+                // An unbounded row field must be the most significant.
+                order.retain(|f| *f != "row");
+                order.insert(0, "row");
+            }
+            let cfg = DramConfig {
+                channels: 1 << ch_bits,
+                ranks: 1 << rank_bits,
+                banks: 1 << bank_bits,
+                row_bytes: 64 << col_bits,
+                rows: row_bits.map(|b| 1 << b),
+                mapping: order.join(":"),
+                ..simple()
+            };
+            cfg.validate("dram").unwrap();
+            let mut d = Dram::new(&cfg, 1.0);
+            let t = *d.timing();
+            // The reference: slice the fields off above the line offset, least significant
+            // first, and keep each bank's open row and who opened it.
+            let width = |f: &str| match f {
+                "channel" => ch_bits,
+                "rank" => rank_bits,
+                "bank" => bank_bits,
+                "column" => col_bits,
+                _ => row_bits.unwrap_or(64),
+            };
+            let fields = |addr: u64| {
+                let mut at = 6;
+                let mut value = std::collections::HashMap::new();
+                for f in order.iter().rev() {
+                    let bits = width(f).min(64 - at);
+                    let v = if bits == 0 { 0 } else { (addr >> at) & (u64::MAX >> (64 - bits)) };
+                    value.insert(*f, v);
+                    at += bits;
+                }
+                value
+            };
+            let mut open: std::collections::HashMap<(u64, u64, u64), (u64, Requester)> =
+                std::collections::HashMap::new();
+            let mut want = [[0u64; 4]; 2]; // per requester: hits, empty, conflicts, interference
+            let mut now = 0;
+            for &(line, translation, gap) in &reqs {
+                now += if apart { 100_000 } else { gap };
+                let addr = line << 6;
+                let r = if translation { Requester::Translation } else { Requester::Data };
+                let f = fields(addr);
+                let bank = (f["channel"], f["rank"], f["bank"]);
+                let w = &mut want[translation as usize];
+                let class = match open.insert(bank, (f["row"], r)) {
+                    Some((row, opener)) if row == f["row"] => {
+                        // A hit leaves the row as its activation left it.
+                        open.insert(bank, (row, opener));
+                        w[0] += 1;
+                        t.row_hit()
+                    }
+                    None => {
+                        w[1] += 1;
+                        t.row_empty()
+                    }
+                    Some((_, opener)) => {
+                        w[2] += 1;
+                        w[3] += u64::from(opener != r);
+                        t.row_conflict()
+                    }
+                };
+                let latency = d.access(PhysAddr(addr), now, r);
+                if apart {
+                    prop_assert_eq!(latency, class + t.controller);
+                }
+            }
+            for (k, w) in [&d.stats().data, &d.stats().translation].into_iter().zip(want) {
+                prop_assert_eq!([k.row_hits, k.row_empty, k.row_conflicts, k.interference], w);
+            }
+        }
+
         #[test]
         fn encode_inverts_decode(addr in any::<u64>()) {
             let d = Dram::new(&simple(), 1.0);

@@ -136,13 +136,12 @@ impl SimConfig {
     /// the overrides do not set `os.physmem.bytes`, physical memory grows to hold it, and
     /// `dram.rows` with it (see [`SimConfig::fit_memory`]).
     pub fn load(spec: &str, overrides: &[String]) -> Result<SimConfig> {
-        let mut table = config::load_table(spec, overrides)?;
-        let footprint = match table.get_mut("workload").and_then(|w| w.as_table_mut()) {
-            Some(w) => w.remove("footprint"),
-            None => None,
-        };
-        let mut cfg: SimConfig = config::from_table(table, spec)?;
-        cfg.validate()?;
+        let (mut cfg, footprint): (SimConfig, _) = config::load_with(spec, overrides, |table| {
+            table
+                .get_mut("workload")
+                .and_then(|w| w.as_table_mut())
+                .and_then(|w| w.remove("footprint"))
+        })?;
         if let Some(size) = footprint {
             let key = "workload.footprint";
             let bytes = crate::workload::footprint::parse_size(&size, key)?;

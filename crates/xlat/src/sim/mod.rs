@@ -23,6 +23,12 @@ trait Engine {
     fn stats(&self) -> Stats;
     fn address_spaces(&mut self) -> &mut dyn AddressSpaces;
     fn shootdown(&mut self, pid: u16, pages: &[(crate::addr::Vpn, crate::addr::PageSize)]);
+    fn truth(
+        &self,
+        pid: u16,
+        va: crate::addr::VirtAddr,
+    ) -> Option<(crate::addr::Pfn, crate::addr::PageSize)>;
+    fn translation_memory(&mut self) -> &mut crate::pt::store::PtStore;
 }
 
 impl<S: Scheme> Engine for System<S> {
@@ -43,6 +49,16 @@ impl<S: Scheme> Engine for System<S> {
     }
     fn shootdown(&mut self, pid: u16, pages: &[(crate::addr::Vpn, crate::addr::PageSize)]) {
         self.shoot_down(0, pid, pages);
+    }
+    fn truth(
+        &self,
+        pid: u16,
+        va: crate::addr::VirtAddr,
+    ) -> Option<(crate::addr::Pfn, crate::addr::PageSize)> {
+        self.os.truth(pid, va)
+    }
+    fn translation_memory(&mut self) -> &mut crate::pt::store::PtStore {
+        &mut self.os.store
     }
 }
 
@@ -139,5 +155,20 @@ impl Simulation {
     /// every core that runs `pid`.
     pub fn shootdown(&mut self, pid: u16, pages: &[(crate::addr::Vpn, crate::addr::PageSize)]) {
         self.engine.shootdown(pid, pages)
+    }
+
+    /// The OS's mapping of `va` in `pid` (the ground truth `--verify` compares with).
+    pub fn truth(
+        &self,
+        pid: u16,
+        va: crate::addr::VirtAddr,
+    ) -> Option<(crate::addr::Pfn, crate::addr::PageSize)> {
+        self.engine.truth(pid, va)
+    }
+
+    /// The simulated memory holding every translation structure (page tables, range tables,
+    /// in-memory TLBs), writable for fault-injection tests.
+    pub fn translation_memory(&mut self) -> &mut crate::pt::store::PtStore {
+        self.engine.translation_memory()
     }
 }

@@ -18,6 +18,9 @@ pub trait UnitDecoder {
     /// Decodes the next unit, appending its records (possibly none) to `out`. Returns
     /// `Ok(false)` at the end of the trace.
     fn decode_unit(&mut self, out: &mut VecDeque<Record>) -> Result<bool>;
+
+    /// Where the unit decoded last is in the file, for messages ("line 12").
+    fn position(&self) -> String;
 }
 
 enum State {
@@ -78,6 +81,26 @@ impl<D: UnitDecoder> Batched<D> {
             }),
             _ => Ok(()),
         }
+    }
+
+    /// Where in the file record `record` (counted from 0) comes from: the position of the
+    /// unit that yields it. `None` if the trace ends (or breaks) before it. Reads from the
+    /// current position, so call it on a freshly opened reader.
+    pub fn locate(mut self, record: u64) -> Option<String> {
+        let mut decoded = 0u64;
+        while matches!(self.state, State::Reading) {
+            let before = self.pending.len();
+            match self.decoder.decode_unit(&mut self.pending) {
+                Ok(true) => {}
+                _ => return None,
+            }
+            decoded += (self.pending.len() - before) as u64;
+            if decoded > record {
+                return Some(self.decoder.position());
+            }
+            self.pending.clear();
+        }
+        None
     }
 
     /// The next record, `None` at the end of the trace.

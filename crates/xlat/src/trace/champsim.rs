@@ -111,8 +111,9 @@ fn tracked(r: u8) -> bool {
 
 /// Turns instructions into records, tracking register taint to recover dependences.
 pub struct InstrMapper {
-    /// Per register: record index of the youngest load its value derives from.
-    taint: [Option<u64>; 256],
+    /// Per register: one more than the record index of the youngest load its value derives
+    /// from, 0 for none. Untracked registers are never written, so they always read 0.
+    taint: [u64; 256],
     /// Records produced so far (the index of the next record).
     records: u64,
     /// Non-memory instructions not yet carried by a record.
@@ -122,7 +123,7 @@ pub struct InstrMapper {
 impl Default for InstrMapper {
     fn default() -> Self {
         InstrMapper {
-            taint: [None; 256],
+            taint: [0; 256],
             records: 0,
             pending_delta: 0,
         }
@@ -131,29 +132,26 @@ impl Default for InstrMapper {
 
 impl InstrMapper {
     /// Appends the records of `ins` to `out`.
+    #[inline]
     pub fn map(&mut self, ins: &Instr, out: &mut VecDeque<Record>) {
+        // One more than the youngest load among the sources (0: none).
         let source_load = ins
             .source_registers
             .iter()
-            .filter(|&&r| tracked(r))
-            .filter_map(|&r| self.taint[r as usize])
-            .max();
-        let mut own_load = None;
-        let has_memory = ins
-            .source_memory
-            .iter()
-            .chain(&ins.destination_memory)
-            .any(|&a| a != 0);
-        let loads = ins.source_memory.iter().map(|&a| (a, Op::Load));
-        let stores = ins.destination_memory.iter().map(|&a| (a, Op::Store));
-        for (addr, op) in loads.chain(stores).filter(|&(a, _)| a != 0) {
+            .map(|&r| self.taint[r as usize])
+            .max()
+            .unwrap_or(0);
+        let mut derived = source_load;
+        let before = out.len();
+        let mut record = |addr: u64, op: Op, delta: &mut u32| {
             let index = self.records;
-            let dep = match (op, source_load) {
-                (Op::Load, Some(p)) => u32::try_from(index - p).unwrap_or(0),
-                _ => 0,
+            let dep = if op == Op::Load && source_load > 0 {
+                u32::try_from(index + 1 - source_load).unwrap_or(0)
+            } else {
+                0
             };
             if op == Op::Load {
-                own_load = Some(index);
+                derived = index + 1;
             }
             out.push_back(Record {
                 vaddr: VirtAddr(addr),
@@ -161,28 +159,46 @@ impl InstrMapper {
                 size: ACCESS_BYTES,
                 core: 0,
                 pid: 0,
-                instr_delta: std::mem::take(&mut self.pending_delta),
+                instr_delta: std::mem::take(delta),
                 dep,
             });
             self.records += 1;
+        };
+        for &a in &ins.source_memory {
+            if a != 0 {
+                record(a, Op::Load, &mut self.pending_delta);
+            }
         }
-        if !has_memory {
+        for &a in &ins.destination_memory {
+            if a != 0 {
+                record(a, Op::Store, &mut self.pending_delta);
+            }
+        }
+        if out.len() == before {
             self.pending_delta = self.pending_delta.saturating_add(1);
         }
-        let derived = source_load.max(own_load);
-        for &r in ins.destination_registers.iter().filter(|&&r| tracked(r)) {
-            self.taint[r as usize] = derived;
+        for &r in &ins.destination_registers {
+            if tracked(r) {
+                self.taint[r as usize] = derived;
+            }
         }
     }
 }
+
+/// Instructions decoded per call of `decode_unit` at most: enough to amortise the call, few
+/// enough that the records wait in a cache-sized queue.
+const INSTRS_PER_UNIT: usize = 1024;
 
 /// Streaming decoder of a ChampSim trace file (raw, xz or gzip).
 pub struct ChampSimDecoder {
     path: PathBuf,
     compression: Compression,
     input: Box<dyn BufRead + Send>,
-    /// Uncompressed bytes consumed so far.
+    /// Uncompressed bytes of whole instructions consumed so far.
     offset: u64,
+    /// The first bytes of an instruction that straddles two input buffers.
+    partial: [u8; INSTR_BYTES],
+    partial_len: usize,
     mapper: InstrMapper,
 }
 
@@ -192,13 +208,27 @@ pub type ChampSimReader = Batched<ChampSimDecoder>;
 /// Opens a ChampSim trace; the compression is detected from the file's magic bytes.
 pub fn open(path: &Path) -> Result<ChampSimReader> {
     let (compression, input) = compress::open_read(path)?;
-    Ok(Batched::new(ChampSimDecoder {
+    Ok(reader(path, compression, input))
+}
+
+fn reader(path: &Path, compression: Compression, input: Box<dyn BufRead + Send>) -> ChampSimReader {
+    Batched::new(ChampSimDecoder {
         path: path.to_path_buf(),
         compression,
         input,
         offset: 0,
+        partial: [0; INSTR_BYTES],
+        partial_len: 0,
         mapper: InstrMapper::default(),
-    }))
+    })
+}
+
+/// The instruction of the trace at `path` that yields record `record`, and its byte offset.
+pub fn locate(path: &Path, record: u64) -> Result<Option<String>> {
+    let (compression, input) = compress::open_read(path)?;
+    // An input buffer of one instruction: every unit decoded is one instruction.
+    let input = Box::new(std::io::BufReader::with_capacity(INSTR_BYTES, input));
+    Ok(reader(path, compression, input).locate(record))
 }
 
 impl ChampSimDecoder {
@@ -206,39 +236,76 @@ impl ChampSimDecoder {
     pub fn compression(&self) -> Compression {
         self.compression
     }
+
+    /// The error for input that ends `got` bytes into an instruction.
+    fn truncated(&self, got: usize) -> Error {
+        let instr = self.offset / INSTR_BYTES as u64;
+        let msg = match self.compression {
+            Compression::None => format!(
+                "not a ChampSim trace: size is not a multiple of {INSTR_BYTES} bytes \
+                 (instruction {instr} at byte offset {} has only {got} bytes)",
+                self.offset
+            ),
+            c => format!(
+                "truncated ChampSim trace: the {} content ends inside instruction {instr} \
+                 (uncompressed byte offset {}, {got} of {INSTR_BYTES} bytes present)",
+                c.label(),
+                self.offset
+            ),
+        };
+        Error::file(&self.path, msg)
+    }
 }
 
 impl UnitDecoder for ChampSimDecoder {
+    fn position(&self) -> String {
+        let last = self.offset.saturating_sub(INSTR_BYTES as u64);
+        let bytes = match self.compression {
+            Compression::None => "byte offset",
+            _ => "uncompressed byte offset",
+        };
+        format!(
+            "instruction {} at {bytes} {last}",
+            last / INSTR_BYTES as u64
+        )
+    }
+
+    /// Decodes the whole instructions the input has buffered (up to `INSTRS_PER_UNIT`) straight
+    /// from its buffer: no copy and no call per instruction. An instruction split between two
+    /// buffers is assembled in `partial`.
     fn decode_unit(&mut self, out: &mut VecDeque<Record>) -> Result<bool> {
-        let mut b = [0u8; INSTR_BYTES];
-        let got = compress::read_full(&mut self.input, &mut b).map_err(|e| {
-            Error::file(
-                &self.path,
-                compress::read_error(self.compression, self.offset, &e),
-            )
-        })?;
-        if got == 0 {
-            return Ok(false);
-        }
-        if got < INSTR_BYTES {
-            let instr = self.offset / INSTR_BYTES as u64;
-            let msg = match self.compression {
-                Compression::None => format!(
-                    "not a ChampSim trace: size is not a multiple of {INSTR_BYTES} bytes \
-                     (instruction {instr} at byte offset {} has only {got} bytes)",
-                    self.offset
-                ),
-                c => format!(
-                    "truncated ChampSim trace: the {} content ends inside instruction {instr} \
-                     (uncompressed byte offset {}, {got} of {INSTR_BYTES} bytes present)",
-                    c.label(),
-                    self.offset
-                ),
+        let buf = match self.input.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) => {
+                let msg = compress::read_error(self.compression, self.offset, &e);
+                return Err(Error::file(&self.path, msg));
+            }
+        };
+        if buf.is_empty() {
+            return match self.partial_len {
+                0 => Ok(false),
+                got => Err(self.truncated(got)),
             };
-            return Err(Error::file(&self.path, msg));
         }
-        self.offset += INSTR_BYTES as u64;
-        self.mapper.map(&Instr::decode(&b), out);
+        if self.partial_len > 0 || buf.len() < INSTR_BYTES {
+            let n = (INSTR_BYTES - self.partial_len).min(buf.len());
+            self.partial[self.partial_len..self.partial_len + n].copy_from_slice(&buf[..n]);
+            self.partial_len += n;
+            self.input.consume(n);
+            if self.partial_len == INSTR_BYTES {
+                self.partial_len = 0;
+                self.offset += INSTR_BYTES as u64;
+                self.mapper.map(&Instr::decode(&self.partial), out);
+            }
+            return Ok(true);
+        }
+        let whole = (buf.len() / INSTR_BYTES).min(INSTRS_PER_UNIT) * INSTR_BYTES;
+        for b in buf[..whole].chunks_exact(INSTR_BYTES) {
+            let b: &[u8; INSTR_BYTES] = b.try_into().expect("chunks of INSTR_BYTES");
+            self.mapper.map(&Instr::decode(b), out);
+        }
+        self.input.consume(whole);
+        self.offset += whole as u64;
         Ok(true)
     }
 }
@@ -652,6 +719,48 @@ mod tests {
         // Records before the damage are delivered first.
         let mut r = open(&p).unwrap();
         assert!(r.next_record().unwrap().is_some());
+    }
+
+    /// Decodes the raw trace at `path` through an input buffer of `capacity` bytes, so that
+    /// instructions straddle buffers wherever 64 does not divide it.
+    fn read_through_buffer(path: &Path, capacity: usize) -> Result<Vec<Record>> {
+        let file = std::fs::File::open(path).unwrap();
+        let input = Box::new(std::io::BufReader::with_capacity(capacity, file));
+        let mut r = reader(path, Compression::None, input);
+        let mut out = Vec::new();
+        let mut buf = Vec::with_capacity(1000);
+        loop {
+            r.fill(&mut buf)?;
+            if buf.is_empty() {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf);
+        }
+    }
+
+    #[test]
+    fn instructions_straddling_input_buffers_decode_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.champsim");
+        let recs = sample();
+        write_records(&p, &recs, Compression::None);
+        let want = expected(&recs);
+        for capacity in [1, 63, 65, 100, 4096 + 7, 1 << 17] {
+            assert!(
+                read_through_buffer(&p, capacity).unwrap() == want,
+                "{capacity}"
+            );
+        }
+        // Cut inside an instruction: every buffer size reports the same error after the
+        // same records.
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() - 100]).unwrap();
+        let msg = read_all(&p).unwrap_err().to_string();
+        for capacity in [1, 63, 100] {
+            let got = read_through_buffer(&p, capacity).unwrap_err().to_string();
+            assert_eq!(got, msg, "{capacity}");
+        }
+        assert!(msg.contains("has only 28 bytes"), "{msg}");
     }
 
     #[test]

@@ -171,6 +171,10 @@ impl LackeyDecoder {
 }
 
 impl UnitDecoder for LackeyDecoder {
+    fn position(&self) -> String {
+        format!("line {}", self.line_no)
+    }
+
     fn decode_unit(&mut self, out: &mut VecDeque<Record>) -> Result<bool> {
         self.line.clear();
         let got = std::io::Read::take(&mut self.input, MAX_LINE as u64 + 1)

@@ -216,6 +216,17 @@ pub fn open(path: &Path) -> Result<Box<dyn RecordSource>> {
     })
 }
 
+/// Where record `record` (counted from 0) of the trace at `path` is in the file ("line 12",
+/// "instruction 7 at byte offset 448"), for error messages; `None` if the format has no finer
+/// position than the record itself (`.xtr`) or the trace cannot be read that far.
+pub fn locate(path: &Path, record: u64) -> Option<String> {
+    match detect(path).ok()? {
+        Format::Xtr => None,
+        Format::ChampSim => champsim::locate(path, record).ok().flatten(),
+        Format::Lackey => lackey::open(path).ok()?.locate(record),
+    }
+}
+
 /// Summarises the trace at `path` (any supported format) in one streaming pass.
 pub fn inspect(path: &Path) -> Result<TraceSummary> {
     let format = detect(path)?;

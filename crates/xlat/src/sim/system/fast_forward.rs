@@ -62,7 +62,8 @@ impl<S: Scheme> System<S> {
                     stop = i;
                     break;
                 }
-                self.skip(rec)?;
+                self.skip(rec)
+                    .map_err(|e| e.at_record(self.skipped.records))?;
                 if window > 0 {
                     if recent.len() == window {
                         recent.pop_front();

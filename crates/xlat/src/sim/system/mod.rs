@@ -426,7 +426,7 @@ impl<S: Scheme> System<S> {
                 }
             }
             for rec in &buf {
-                self.step_on(0, rec)?;
+                self.step_on(0, rec).map_err(|e| e.at_record(done))?;
                 done += 1;
                 if self.after_step() {
                     break 'outer;
