@@ -249,6 +249,50 @@ def test_workloads_lists_every_builtin_with_footprint(run_cli) -> None:
     assert all(w["footprint_bytes"] > 0 and "[workload]" in w["defaults"] for w in catalog)
     text = _ok(run_cli("workloads", "-v"))
     assert "table_bytes = 4294967296" in text
+    gups = next(w for w in catalog if w["name"] == "gups")
+    assert 0 < gups["host_bytes"] < gups["footprint_bytes"]
+
+
+@pytest.mark.engine
+def test_workloads_at_a_footprint_show_parameters_and_host_memory(run_cli) -> None:
+    catalog = json.loads(_ok(run_cli("workloads", "--footprint", "64GiB", "--json")))
+    by_name = {w["name"]: w for w in catalog}
+    # Workloads with size keys of their own (index structures) are not listed.
+    assert {"gups", "stream", "bfs", "dlrm-sls"} <= set(by_name)
+    assert "btree" not in by_name
+    assert "table_bytes = 68719476736" in by_name["gups"]["defaults"]
+    for w in catalog:
+        assert 0.5 * 2**36 <= w["footprint_bytes"] <= 2**36, w["name"]
+    # gups keeps no data on the host; the implicit graph only per-vertex state.
+    assert by_name["gups"]["host_bytes"] < 2**32
+    assert by_name["bfs"]["host_bytes"] < 16 * 2**30
+    text = _ok(run_cli("workloads", "--footprint", "8GiB"))
+    assert "host" in text.splitlines()[0]
+
+
+@pytest.mark.engine
+def test_run_at_a_footprint_grows_physical_memory(run_cli, tmp_path) -> None:
+    out = tmp_path / "r"
+    _ok(
+        run_cli(
+            "run",
+            "-c",
+            "baseline-radix",
+            "-w",
+            "gups",
+            "--refs",
+            "2000",
+            "--set",
+            "workload.footprint=64GiB",
+            "--set",
+            "workload.populate=false",
+            "-o",
+            str(out),
+        )
+    )
+    text = (out / "config.toml").read_text()
+    assert "table_bytes = 68719476736" in text
+    assert "footprint" not in text
 
 
 @pytest.mark.engine

@@ -409,13 +409,19 @@ def bench_generator(workload: str = "gups", references: int = 5_000_000) -> dict
 # --------------------------------------------------------------------------------------------
 
 
-def workloads() -> list[dict[str, Any]]:
-    """Every built-in workload: ``{"name", "description", "defaults", "footprint_bytes"}``.
+def workloads(footprint: str | int | None = None) -> list[dict[str, Any]]:
+    """Every built-in workload: ``{"name", "description", "defaults", "footprint_bytes",
+    "host_bytes"}``.
 
     ``defaults`` is the ``[workload]`` table with each parameter at its default (TOML text);
-    ``footprint_bytes`` is the virtual memory it allocates at those defaults.
+    ``footprint_bytes`` is the virtual memory it allocates at those defaults; ``host_bytes``
+    the estimated host memory of a run (``None`` where the workload has no formula).
+
+    With ``footprint`` (bytes or a size such as ``"8GiB"``), only the workloads that take
+    ``workload.footprint``, each with the parameters that reach it in ``defaults``.
     """
-    return json.loads(engine().workload_catalog())
+    size = None if footprint is None else str(footprint)
+    return json.loads(engine().workload_catalog(size))
 
 
 def record_trace(

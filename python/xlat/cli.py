@@ -342,14 +342,16 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
 
 def _cmd_workloads(args: argparse.Namespace) -> int:
-    catalog = api.workloads()
+    catalog = api.workloads(args.footprint)
     if args.json:
         _print(json.dumps(catalog, indent=2))
         return 0
-    lines = []
+    lines = [f"{'workload':<14}{'footprint':>12}      {'host':>9}"]
     for w in catalog:
         size = w["footprint_bytes"] / 2**20
-        lines.append(f"{w['name']:<14}{size:>12,.0f} MiB  {w['description']}")
+        host = w["host_bytes"]
+        host_text = "?" if host is None else f"{host / 2**30:,.1f} GiB"
+        lines.append(f"{w['name']:<14}{size:>12,.0f} MiB  {host_text:>9}  {w['description']}")
         if args.verbose:
             lines.extend("    " + line for line in w["defaults"].strip().splitlines())
     _print("\n".join(lines))
@@ -924,11 +926,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "workloads",
         help="list the built-in workloads, their default footprint and parameters",
-        description="List every built-in workload with what it models and the virtual memory it "
-        "allocates at its defaults; -v also prints every parameter with its default.",
+        description="List every built-in workload with what it models, the virtual memory it "
+        "allocates at its defaults and the host memory a run needs (estimated; '?' where the "
+        "workload has no formula); -v also prints every parameter with its default.",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="print parameters and defaults")
     p.add_argument("--json", action="store_true", help="print the catalog as JSON")
+    p.add_argument(
+        "--footprint",
+        metavar="SIZE",
+        help="list the workloads that take workload.footprint, at the parameters that reach "
+        "SIZE (e.g. 8GiB, 33GB), with the host memory a run needs",
+    )
     p.set_defaults(handler=_cmd_workloads)
 
     p = sub.add_parser(

@@ -119,10 +119,12 @@ fn inspect_trace(py: Python<'_>, path: PathBuf) -> PyResult<String> {
         .map_err(to_py)
 }
 
-/// Every built-in workload with its defaults and footprint, as JSON.
+/// Every built-in workload with its defaults and footprint, as JSON; with `footprint`, the
+/// workloads that take one, at the parameters that reach it.
 #[pyfunction]
-fn workload_catalog(py: Python<'_>) -> PyResult<String> {
-    py.detach(xlat::run::workloads)
+#[pyo3(signature = (footprint=None))]
+fn workload_catalog(py: Python<'_>, footprint: Option<String>) -> PyResult<String> {
+    py.detach(move || xlat::run::workloads_at(footprint.as_deref()))
         .map(|w| serde_json::to_string(&w).expect("catalog serialises"))
         .map_err(to_py)
 }

@@ -44,6 +44,7 @@ pub fn run(
             .map_err(|e| Error::file(dir, format!("cannot create output directory: {e}")))?;
         write_atomic(&dir.join("config.toml"), &cfg.to_toml())?;
     }
+    check_host_memory(&cfg, host_memory_bytes())?;
     let trace = match &cfg.workload {
         WorkloadConfig::Trace(t) => Some(std::path::PathBuf::from(&t.path)),
         _ => None,
@@ -64,6 +65,37 @@ pub fn run(
         write_atomic(&dir.join("stats.json"), &stats.to_json())?;
     }
     Ok(stats)
+}
+
+/// This machine's memory (`MemTotal` of `/proc/meminfo`), where the system reports it.
+fn host_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Refuse a run whose estimated host memory ([`crate::workload::WorkloadConfig::host_bytes`])
+/// exceeds the machine's memory: it would swap or be killed hours in.
+fn check_host_memory(cfg: &SimConfig, host: Option<u64>) -> Result<()> {
+    let (Some(need), Some(have)) = (cfg.workload.host_bytes(), host) else {
+        return Ok(());
+    };
+    if need <= have {
+        return Ok(());
+    }
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    Err(Error::config(
+        "workload",
+        format!(
+            "`{}` at this size needs about {:.1} GiB of host memory (estimated; `xlat \
+             workloads --footprint SIZE` lists it), more than this machine's {:.1} GiB: choose \
+             a smaller workload.footprint (or its size keys)",
+            cfg.workload.name(),
+            gib(need),
+            gib(have)
+        ),
+    ))
 }
 
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
@@ -213,13 +245,56 @@ pub struct WorkloadInfo {
     pub description: String,
     /// The `[workload]` table with every parameter at its default, as TOML.
     pub defaults: String,
-    /// Bytes of virtual memory the workload allocates at its defaults.
+    /// Bytes of virtual memory the workload allocates at its defaults (with a footprint: the
+    /// bytes of its data at the parameters chosen for it).
     pub footprint_bytes: u64,
+    /// Estimated host memory of a run at that footprint (an upper bound: the workload's host
+    /// data plus the engine's per-page state), where the workload has a formula.
+    pub host_bytes: Option<u64>,
 }
 
 /// Every built-in workload with its default parameters and footprint (measured by building
 /// it, without mapping memory or running it).
 pub fn workloads() -> Result<Vec<WorkloadInfo>> {
+    workloads_at(None)
+}
+
+/// [`workloads`], or with `footprint` (a size such as `"8GiB"`) the workloads that take
+/// `workload.footprint`, each with the parameters that reach it (in `defaults`), the bytes of
+/// its data and the host memory a run needs (from the formulas, without building anything).
+pub fn workloads_at(footprint: Option<&str>) -> Result<Vec<WorkloadInfo>> {
+    if let Some(size) = footprint {
+        let size = toml::Value::String(size.to_string()).to_string();
+        let mut out = Vec::new();
+        for (name, description) in crate::workload::WORKLOADS {
+            let cfg = SimConfig::load(
+                "baseline-radix",
+                &[
+                    format!("workload.name={name}"),
+                    format!("workload.footprint={size}"),
+                ],
+            );
+            let cfg = match cfg {
+                Ok(cfg) => cfg,
+                // This workload does not take a footprint (or cannot reach this one).
+                Err(Error::Config { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            let mut table = toml::Table::new();
+            table.insert(
+                "workload".into(),
+                toml::Value::try_from(&cfg.workload).expect("serialises"),
+            );
+            out.push(WorkloadInfo {
+                name: name.to_string(),
+                description: description.to_string(),
+                defaults: toml::to_string(&table).expect("serialises"),
+                footprint_bytes: cfg.workload.footprint_bytes().unwrap_or(0),
+                host_bytes: cfg.workload.host_bytes(),
+            });
+        }
+        return Ok(out);
+    }
     let mut out = Vec::new();
     for (name, description) in crate::workload::WORKLOADS {
         let defaults_cfg = SimConfig::load("baseline-radix", &[format!("workload.name={name}")])?;
@@ -254,7 +329,28 @@ pub fn workloads() -> Result<Vec<WorkloadInfo>> {
             description: description.to_string(),
             defaults,
             footprint_bytes,
+            host_bytes: defaults_cfg.workload.host_bytes(),
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_beyond_the_host_memory_are_refused_with_the_key_to_change() {
+        let cfg =
+            SimConfig::load("baseline-radix", &["workload.footprint=\"64GiB\"".into()]).unwrap();
+        check_host_memory(&cfg, Some(64 << 30)).unwrap();
+        let e = check_host_memory(&cfg, Some(1 << 30))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("workload.footprint") && e.contains("GiB of host memory"),
+            "{e}"
+        );
+        check_host_memory(&cfg, None).unwrap();
+    }
 }

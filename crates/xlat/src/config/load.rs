@@ -11,6 +11,17 @@ const MAX_EXTENDS_DEPTH: usize = 16;
 
 /// Load `spec` (a preset name or a TOML file path), apply `overrides` (`key=value`), validate.
 pub fn load<T: DeserializeOwned + Validate>(spec: &str, overrides: &[String]) -> Result<T> {
+    load_with(spec, overrides, |_| ()).map(|(cfg, ())| cfg)
+}
+
+/// [`load`], calling `take` on the merged table (overrides applied) before it is deserialised:
+/// for a config type that reads a key of its own (such as a size to expand) before the typed
+/// fields. Returns the validated config and what `take` returned.
+pub fn load_with<T: DeserializeOwned + Validate, X>(
+    spec: &str,
+    overrides: &[String],
+    take: impl FnOnce(&mut Table) -> X,
+) -> Result<(T, X)> {
     let mut table = resolve_table(spec, 0)?;
     let before_overrides = table.clone();
     for ov in overrides {
@@ -18,12 +29,13 @@ pub fn load<T: DeserializeOwned + Validate>(spec: &str, overrides: &[String]) ->
         set_path(&mut table, &key, value)?;
     }
     table.remove("extends");
+    let taken = take(&mut table);
     let cfg: T = deserialize(table, spec).map_err(|e| match e {
         Error::Config { key, msg } => new_key_error(&before_overrides, overrides, key, msg),
         other => other,
     })?;
     cfg.validate()?;
-    Ok(cfg)
+    Ok((cfg, taken))
 }
 
 /// An error at `key` whose path passes through a name that no preset or file defined, but an

@@ -11,7 +11,7 @@
 mod load;
 pub mod presets;
 
-pub use load::{load, parse_override};
+pub use load::{load, load_with, parse_override};
 
 use crate::error::{Error, Result};
 

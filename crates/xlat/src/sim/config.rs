@@ -129,8 +129,58 @@ pub const MAX_CORES: u32 = 64;
 impl SimConfig {
     /// Load `spec` (a preset name or a TOML file path), apply `overrides` (`key=value`),
     /// validate.
+    ///
+    /// `workload.footprint` (bytes, or a size such as `"8GiB"`) sets the workload's size
+    /// parameters to reach that footprint and is not kept (the resolved config holds the
+    /// parameters it chose). When the workload's data does not fit in `os.physmem.bytes` and
+    /// the overrides do not set `os.physmem.bytes`, physical memory grows to hold it, and
+    /// `dram.rows` with it (see [`SimConfig::fit_memory`]).
     pub fn load(spec: &str, overrides: &[String]) -> Result<SimConfig> {
-        config::load(spec, overrides)
+        let (mut cfg, footprint): (SimConfig, _) = config::load_with(spec, overrides, |table| {
+            table
+                .get_mut("workload")
+                .and_then(|w| w.as_table_mut())
+                .and_then(|w| w.remove("footprint"))
+        })?;
+        if let Some(size) = footprint {
+            let key = "workload.footprint";
+            let bytes = crate::workload::footprint::parse_size(&size, key)?;
+            cfg.workload.set_footprint(bytes, key)?;
+        }
+        let given = |key: &str| {
+            overrides
+                .iter()
+                .any(|o| config::parse_override(o).is_ok_and(|(k, _)| k == key))
+        };
+        cfg.fit_memory(given("os.physmem.bytes"));
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Physical memory the workload's data needs: its footprint plus a quarter (page tables,
+    /// fragmentation pins, the kernel's own allocations) plus 1 GiB, in whole GiB.
+    pub fn memory_needed(&self) -> Option<u64> {
+        let fp = self.workload.footprint_bytes()?;
+        Some((fp + fp / 4 + (1 << 30)).div_ceil(1 << 30) << 30)
+    }
+
+    /// Grow `os.physmem.bytes` to [`SimConfig::memory_needed`] when it is smaller (unless
+    /// `physmem_given`: the user chose the size, and a footprint beyond it is their experiment,
+    /// reported by the OS when it runs out), and `dram.rows` by powers of two until the DRAM
+    /// holds it. Workloads whose footprint is known only by building them are left alone.
+    pub fn fit_memory(&mut self, physmem_given: bool) {
+        let Some(need) = self.memory_needed() else {
+            return;
+        };
+        if physmem_given || need <= self.os.physmem.bytes {
+            return;
+        }
+        self.os.physmem.bytes = need;
+        if let (Some(cap), Some(rows)) = (self.dram.capacity_bytes(), self.dram.rows) {
+            if cap < need {
+                self.dram.rows = Some(rows * need.div_ceil(cap).next_power_of_two());
+            }
+        }
     }
 
     /// The config as TOML text (what is saved beside a run's stats).

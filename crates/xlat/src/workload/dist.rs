@@ -142,6 +142,28 @@ impl Scatter {
         }
     }
 
+    /// The preimage of `j < n`: `invert(apply(i)) == i`.
+    #[inline]
+    pub fn invert(&self, mut j: u64) -> u64 {
+        debug_assert!(j < self.n);
+        loop {
+            j = self.unpermute_domain(j);
+            if j < self.n {
+                return j;
+            }
+        }
+    }
+
+    fn unpermute_domain(&self, y: u64) -> u64 {
+        let mask = (1u64 << self.half_bits) - 1;
+        let (mut l, mut r) = (y >> self.half_bits, y & mask);
+        for k in self.keys.iter().rev() {
+            let f = mix64(l ^ k) & mask;
+            (l, r) = (r ^ f, l);
+        }
+        (l << self.half_bits) | r
+    }
+
     fn permute_domain(&self, x: u64) -> u64 {
         let mask = (1u64 << self.half_bits) - 1;
         let (mut l, mut r) = (x >> self.half_bits, x & mask);
@@ -156,6 +178,16 @@ impl Scatter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scatter_invert_undoes_apply() {
+        for n in [1u64, 2, 7, 1000, 1 << 13] {
+            let s = Scatter::new(n, &mut Rng::new(3, 4));
+            for i in 0..n {
+                assert_eq!(s.invert(s.apply(i)), i, "n {n}");
+            }
+        }
+    }
 
     fn counts(n: u64, alpha: f64, draws: usize) -> Vec<u64> {
         let z = Zipf::new(n, alpha);

@@ -143,6 +143,12 @@ impl IndexStream {
         }
     }
 
+    /// Tables the stream draws for (one permutation each: its host state).
+    #[cfg(test)]
+    pub fn tables(&self) -> usize {
+        self.scatter.len()
+    }
+
     /// The next row looked up in `table`.
     pub fn next(&mut self, table: u64) -> u64 {
         self.scatter[table as usize].apply(self.zipf.sample(&mut self.rng))

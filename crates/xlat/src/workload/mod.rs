@@ -12,6 +12,7 @@ mod btree;
 pub mod dist;
 mod dlrm;
 pub mod emit;
+pub mod footprint;
 pub mod graph;
 mod gups;
 mod hashtable;

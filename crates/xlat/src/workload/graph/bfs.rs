@@ -12,11 +12,12 @@
 //! frontier order (its compare-and-swap wins); the others see it visited. One thread is exactly
 //! the sequential search.
 
-use super::{kernel_config, start, Access, Csr, Emit, Graph, GraphKeys, GraphSource, Setup};
+use super::{kernel_config, start, Access, Adjacency, Emit, Graph, GraphKeys, GraphSource, Setup};
 use crate::error::Result;
 use crate::os::AddressSpaces;
 use crate::workload::emit::{Array, Emitter, ThreadedSource};
 use std::ops::Range;
+use std::sync::RwLock;
 
 kernel_config! {
     /// `[workload] name = "bfs"`.
@@ -78,9 +79,10 @@ impl BfsConfig {
     }
 }
 
-/// The outcome of one search, computed on the host before any thread emits: which vertex each
-/// queue slot holds, where each level's run of the queue starts, and which queue slot's scan
-/// discovers each vertex. The threads only replay their part of it.
+/// The outcome of one search, computed on the host a level ahead of the threads: which vertex
+/// each queue slot holds, where each level's run of the queue starts, and which queue slot's scan
+/// discovers each vertex. The threads only replay their part of it. Levels are planned as the
+/// threads reach them, so a run that stops early never plans the rest of a large graph.
 struct Plan {
     queue: Vec<u32>,
     /// Level `l` is `queue[levels[l]..levels[l + 1]]`.
@@ -93,32 +95,42 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(csr: &Csr, root: u32) -> Plan {
-        let n = csr.vertices() as usize;
+    fn new(n: usize, root: u32) -> Plan {
         let mut level = vec![UNVISITED; n];
-        let mut parent = vec![NO_PARENT; n];
-        let mut queue = vec![root];
         level[root as usize] = 0;
-        let mut levels = vec![0];
-        while levels.last() != Some(&queue.len()) {
-            let frontier = *levels.last().unwrap_or(&0)..queue.len();
-            levels.push(queue.len());
-            for slot in frontier {
-                let v = queue[slot];
-                for &w in csr.neighbours(v) {
-                    if level[w as usize] == UNVISITED {
-                        level[w as usize] = level[v as usize] + 1;
-                        parent[w as usize] = slot as u32;
-                        queue.push(w);
-                    }
+        Plan {
+            queue: vec![root],
+            levels: vec![0],
+            parent: vec![NO_PARENT; n],
+            level,
+        }
+    }
+
+    /// Whether the last planned level discovered nothing.
+    fn finished(&self) -> bool {
+        self.levels.last() == Some(&self.queue.len())
+    }
+
+    /// Plan the scan of the next level.
+    fn step(&mut self, csr: &Adjacency) {
+        let frontier = *self.levels.last().unwrap_or(&0)..self.queue.len();
+        self.levels.push(self.queue.len());
+        for slot in frontier {
+            let v = self.queue[slot];
+            for &w in csr.neighbours(v).iter() {
+                if self.level[w as usize] == UNVISITED {
+                    self.level[w as usize] = self.level[v as usize] + 1;
+                    self.parent[w as usize] = slot as u32;
+                    self.queue.push(w);
                 }
             }
         }
-        Plan {
-            queue,
-            levels,
-            parent,
-            level,
+    }
+
+    /// Plan up to level `l`'s scan, or to the end of the search if it ends before.
+    fn reach(&mut self, csr: &Adjacency, l: usize) {
+        while self.levels.len() < l + 2 && !self.finished() {
+            self.step(csr);
         }
     }
 
@@ -131,7 +143,8 @@ impl Plan {
 /// One search from `root` by this thread (with the others of its team); returns the level of
 /// every vertex.
 pub(crate) fn search(e: &mut Emitter, g: &Graph, p: &Props, root: u32) -> Emit<Vec<u32>> {
-    let plan = e.share(|| Plan::new(&g.csr, root))?;
+    let n = g.vertices() as usize;
+    let plan = e.share(|| RwLock::new(Plan::new(n, root)))?;
     // Every level starts unset: a parallel loop over the vertices.
     for v in e.static_share(0..g.vertices() as u64) {
         e.instr(2);
@@ -147,12 +160,24 @@ pub(crate) fn search(e: &mut Emitter, g: &Graph, p: &Props, root: u32) -> Emit<V
         p.level.store(e, root as u64, None)?;
         p.queue.store(e, 0, None)?;
     }
-    for l in 0..plan.levels.len() - 1 {
+    for l in 0.. {
+        // Another thread may hold the plan for reading while it scans level `l` (and waits for
+        // this thread's records): take it for writing only when level `l` is not planned yet.
+        let planned = |p: &Plan| p.levels.len() >= l + 2 || p.finished();
+        if !planned(&plan.read().expect("no thread panics")) {
+            plan.write().expect("no thread panics").reach(&g.adj, l);
+        }
+        let plan = plan.read().expect("no thread panics");
+        if plan.levels.len() < l + 2 {
+            break;
+        }
         let part = e.static_share(plan.frontier(l));
         scan(e, g, p, &plan, part)?;
+        drop(plan);
         e.barrier()?;
     }
-    Ok(plan.level.clone())
+    let level = plan.read().expect("no thread panics").level.clone();
+    Ok(level)
 }
 
 /// Scan this thread's part of a level: pop each vertex, read its row, and claim the neighbours
@@ -170,12 +195,16 @@ fn scan(e: &mut Emitter, g: &Graph, p: &Props, plan: &Plan, part: Range<u64>) ->
         let v = plan.queue[slot as usize];
         p.level.load(e, v as u64, Some(popped))?;
         let (row, bounds) = g.row(e, v, Some(popped))?;
+        // The vertex this row claimed last: a duplicate entry (the implicit graph keeps them,
+        // next to each other in the sorted row) finds it visited.
+        let mut claimed = None;
         for i in row {
             e.instr(2);
             let (w, nb) = g.neighbour(e, i, bounds)?;
             e.instr(1);
             p.level.load(e, w as u64, Some(nb))?;
-            if plan.parent[w as usize] == slot as u32 {
+            if plan.parent[w as usize] == slot as u32 && claimed != Some(w) {
+                claimed = Some(w);
                 e.instr(2);
                 p.level.store(e, w as u64, Some(nb))?;
                 p.queue.store(e, tail, None)?;
@@ -240,6 +269,75 @@ mod tests {
             let parent_level = csr.neighbours(v).iter().map(|&u| levels[u as usize]).min();
             assert_eq!(Some(levels[v as usize] - 1), parent_level);
         }
+    }
+
+    #[test]
+    fn on_the_implicit_graph_the_search_follows_its_rows_at_their_csr_addresses() {
+        use super::super::{GraphKind, Implicit};
+        use crate::rng::{self, Rng};
+        use crate::trace::Roi;
+        use crate::workload::WorkloadConfig;
+        let c = BfsConfig {
+            scale: 10,
+            edge_factor: 8,
+            references: 200_000,
+            graph: GraphKind::Implicit,
+            ..Default::default()
+        };
+        let (recs, roi, (offsets, neighbours, _), p) = run_with_roi(
+            &WorkloadConfig::Bfs(c.clone()),
+            &c.keys(),
+            false,
+            Props::alloc,
+        );
+        // The graph and the first root, drawn as the run draws them (seed 7).
+        let mut seeds = Rng::new(7, rng::stream::WORKLOAD);
+        let g = Implicit::new(10, 8, seeds.next_u64());
+        seeds.next_u64();
+        let mut roots = Rng::new(seeds.next_u64(), 0);
+        let root = (0..64)
+            .map(|_| roots.below(1024) as u32)
+            .find(|&v| g.degree(v) > 0)
+            .unwrap();
+        // Reference BFS over the implicit rows.
+        let mut seen = vec![false; 1024];
+        let (mut order, mut q) = (vec![root], VecDeque::from([root]));
+        seen[root as usize] = true;
+        while let Some(v) = q.pop_front() {
+            for w in g.neighbours(v) {
+                if !seen[w as usize] {
+                    seen[w as usize] = true;
+                    order.push(w);
+                    q.push_back(w);
+                }
+            }
+        }
+        let Roi::At(start) = roi else {
+            panic!("no roi")
+        };
+        let run = &recs[start as usize..];
+        let stores: Vec<u32> = accesses(run, &p.level)
+            .into_iter()
+            .filter(|&(op, _)| op == Op::Store)
+            .map(|(_, i)| i as u32)
+            .collect();
+        assert_eq!(stores[..order.len()], order[..]);
+        // Each popped vertex's row bounds, then its entries, at the CSR's addresses.
+        let want: Vec<u64> = order.iter().flat_map(|&v| g.row(v)).collect();
+        let got: Vec<u64> = accesses(run, &neighbours)
+            .into_iter()
+            .map(|(_, i)| i)
+            .collect();
+        assert_eq!(got[..want.len()], want[..]);
+        let bounds: Vec<u64> = order
+            .iter()
+            .flat_map(|&v| [v as u64, v as u64 + 1])
+            .collect();
+        let got: Vec<u64> = accesses(run, &offsets)
+            .into_iter()
+            .map(|(_, i)| i)
+            .collect();
+        assert_eq!(got[..bounds.len()], bounds[..]);
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod cc;
 pub mod dc;
 pub mod dfs;
 pub mod gc;
+pub mod implicit;
 pub mod pr;
 mod rmat;
 pub mod sssp;
@@ -34,6 +35,7 @@ pub use cc::CcConfig;
 pub use dc::DcConfig;
 pub use dfs::DfsConfig;
 pub use gc::GcConfig;
+pub use implicit::Implicit;
 pub use pr::PrConfig;
 pub use rmat::Csr;
 pub use sssp::SsspConfig;
@@ -81,6 +83,8 @@ macro_rules! kernel_config {
             /// pages cannot back: GraphBIG builds them from many small allocations, some in
             /// heap ranges THP does not back (0: every range is eligible, as one large array).
             pub thp_ineligible: f64,
+            /// Where the edges come from: a host-side CSR, or rows derived on demand.
+            pub graph: super::GraphKind,
             $( $(#[$fdoc])* pub $field: $ty, )*
         }
 
@@ -92,6 +96,7 @@ macro_rules! kernel_config {
                     references: super::DEFAULT_REFERENCES,
                     populate: true,
                     thp_ineligible: 0.0,
+                    graph: super::GraphKind::Auto,
                     $( $field: $default, )*
                 }
             }
@@ -106,6 +111,7 @@ macro_rules! kernel_config {
                     references: self.references,
                     populate: self.populate,
                     thp_ineligible: self.thp_ineligible,
+                    graph: self.graph,
                     // Kernels with a `threads` key (bfs, pr) put theirs in place of this.
                     threads: 1,
                 }
@@ -124,6 +130,7 @@ pub struct GraphKeys {
     pub populate: bool,
     /// Fraction of 2 MiB ranges THP may not back (see the `thp_ineligible` key).
     pub thp_ineligible: f64,
+    pub graph: GraphKind,
     /// Software threads running the kernel: the `threads` key of the kernels that have one
     /// (`bfs`, `pr`), 1 for the sequential ones.
     pub threads: u32,
@@ -163,10 +170,73 @@ impl GraphKeys {
     }
 }
 
+/// `graph`: where a kernel's edges come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GraphKind {
+    /// Explicit up to [`AUTO_IMPLICIT_ENTRIES`] edge entries, implicit above.
+    #[default]
+    Auto,
+    /// The Graph500 graph, generated and stored on the host as a CSR.
+    Explicit,
+    /// The same R-MAT distribution, each row derived on demand ([`implicit`]).
+    Implicit,
+}
+
+/// `graph = "auto"` turns implicit above this many edge entries (`2 * edge_factor * 2^scale`):
+/// 2^30 entries, a 4 GiB neighbour array, whose explicit construction needs about 12 GiB of host
+/// memory. The defaults (2^25 entries) stay explicit.
+pub const AUTO_IMPLICIT_ENTRIES: u64 = 1 << 30;
+
+impl GraphKeys {
+    /// Whether these keys run on the implicit graph.
+    pub fn implicit(&self) -> bool {
+        match self.graph {
+            GraphKind::Explicit => false,
+            GraphKind::Implicit => true,
+            GraphKind::Auto => (2 * self.edge_factor as u64) << self.scale > AUTO_IMPLICIT_ENTRIES,
+        }
+    }
+
+    /// Entries the neighbour (and weight) arrays are allocated for.
+    pub fn max_entries(&self) -> u64 {
+        if self.implicit() {
+            implicit::max_entries(self.scale, self.edge_factor)
+        } else {
+            (2 * self.edge_factor as u64) << self.scale
+        }
+    }
+
+    /// Bytes of simulated memory: offsets, neighbours, weights (`weighted`) and
+    /// `vertex_bytes` of properties per vertex (the kernel's own arrays).
+    pub fn footprint(&self, weighted: bool, vertex_bytes: u64) -> u64 {
+        let n = 1u64 << self.scale;
+        let page = |b: u64| b.div_ceil(4096) * 4096;
+        let entries = self.max_entries();
+        page((n + 1) * 8) + page(entries * 4) * (1 + weighted as u64) + page(n * vertex_bytes)
+    }
+
+    /// Upper bound of the host memory the graph and `vertex_bytes` of host state per vertex
+    /// need: the explicit CSR and its construction buckets, or the implicit graph's offsets.
+    pub fn host_bytes(&self, vertex_bytes: u64) -> u64 {
+        let n = 1u64 << self.scale;
+        let graph = if self.implicit() {
+            8 * (n + 1)
+        } else {
+            // Offsets, the neighbour array, and 8 bytes per entry in the construction buckets
+            // (freed bucket by bucket while the array fills) plus the label permutation.
+            8 * (n + 1) + 12 * self.max_entries() + 4 * n
+        };
+        graph + n * vertex_bytes
+    }
+}
+
 /// Where the producer thread gets its graph.
 pub(crate) enum GraphSource {
     /// Generated on the producer thread.
     Kronecker { scale: u32, edge_factor: u32 },
+    /// Rows derived on demand; the degrees are computed on the producer thread.
+    Implicit { scale: u32, edge_factor: u32 },
     /// Given (tiny hand-written graphs in tests).
     #[cfg_attr(not(test), allow(dead_code))]
     Given(Csr),
@@ -174,15 +244,19 @@ pub(crate) enum GraphSource {
 
 impl GraphSource {
     fn kronecker(keys: &GraphKeys) -> GraphSource {
-        GraphSource::Kronecker {
-            scale: keys.scale,
-            edge_factor: keys.edge_factor,
+        let (scale, edge_factor) = (keys.scale, keys.edge_factor);
+        if keys.implicit() {
+            GraphSource::Implicit { scale, edge_factor }
+        } else {
+            GraphSource::Kronecker { scale, edge_factor }
         }
     }
 
     fn vertices(&self) -> u64 {
         match self {
-            GraphSource::Kronecker { scale, .. } => 1 << scale,
+            GraphSource::Kronecker { scale, .. } | GraphSource::Implicit { scale, .. } => {
+                1 << scale
+            }
             GraphSource::Given(g) => g.vertices() as u64,
         }
     }
@@ -191,14 +265,70 @@ impl GraphSource {
     fn max_entries(&self) -> u64 {
         match self {
             GraphSource::Kronecker { scale, edge_factor } => (2 * *edge_factor as u64) << scale,
+            GraphSource::Implicit { scale, edge_factor } => {
+                implicit::max_entries(*scale, *edge_factor)
+            }
             GraphSource::Given(g) => g.entries(),
         }
     }
 
-    fn generate(&self, seed: u64) -> Csr {
+    fn generate(&self, seed: u64) -> Adjacency {
         match self {
-            GraphSource::Kronecker { scale, edge_factor } => Csr::rmat(*scale, *edge_factor, seed),
-            GraphSource::Given(g) => g.clone(),
+            GraphSource::Kronecker { scale, edge_factor } => {
+                Adjacency::Explicit(Csr::rmat(*scale, *edge_factor, seed))
+            }
+            GraphSource::Implicit { scale, edge_factor } => {
+                Adjacency::Implicit(Implicit::new(*scale, *edge_factor, seed))
+            }
+            GraphSource::Given(g) => Adjacency::Explicit(g.clone()),
+        }
+    }
+}
+
+/// The host side of the graph: a stored CSR, or an implicit graph whose rows are regenerated
+/// when read. Both answer the same questions; the kernels do not know which they run on.
+pub(crate) enum Adjacency {
+    Explicit(Csr),
+    Implicit(Implicit),
+}
+
+impl Adjacency {
+    pub fn vertices(&self) -> u32 {
+        match self {
+            Adjacency::Explicit(c) => c.vertices(),
+            Adjacency::Implicit(g) => g.vertices(),
+        }
+    }
+
+    /// Indices of `v`'s row in the neighbour array.
+    #[inline]
+    pub fn row(&self, v: u32) -> Range<u64> {
+        match self {
+            Adjacency::Explicit(c) => c.row(v),
+            Adjacency::Implicit(g) => g.row(v),
+        }
+    }
+
+    #[inline]
+    pub fn degree(&self, v: u32) -> u64 {
+        let r = self.row(v);
+        r.end - r.start
+    }
+
+    /// The entry at index `i` of the neighbour array.
+    #[inline]
+    pub fn neighbour(&self, i: u64) -> u32 {
+        match self {
+            Adjacency::Explicit(c) => c.neighbour(i),
+            Adjacency::Implicit(g) => g.neighbour(i),
+        }
+    }
+
+    /// `v`'s neighbours (a host-side computation over the whole row, such as a search plan).
+    pub fn neighbours(&self, v: u32) -> std::borrow::Cow<'_, [u32]> {
+        match self {
+            Adjacency::Explicit(c) => std::borrow::Cow::Borrowed(c.neighbours(v)),
+            Adjacency::Implicit(g) => std::borrow::Cow::Owned(g.neighbours(v)),
         }
     }
 }
@@ -220,7 +350,7 @@ impl Setup<'_> {
 /// The graph as the kernel sees it: the host CSR with its simulated arrays. The methods load
 /// from the simulated arrays and return the host values.
 pub(crate) struct Graph {
-    pub csr: Csr,
+    pub adj: Adjacency,
     offsets: Array,
     neighbours: Array,
     weights: Option<Array>,
@@ -229,7 +359,7 @@ pub(crate) struct Graph {
 
 impl Graph {
     pub fn vertices(&self) -> u32 {
-        self.csr.vertices()
+        self.adj.vertices()
     }
 
     /// Load `offsets[v]` and `offsets[v+1]`; `on` is the load `v` came from, if any. Returns the
@@ -238,14 +368,14 @@ impl Graph {
     pub fn row(&self, e: &mut Emitter, v: u32, on: Option<RecId>) -> Emit<(Range<u64>, RecId)> {
         let first = self.offsets.load(e, v as u64, on)?;
         self.offsets.load(e, v as u64 + 1, on)?;
-        Ok((self.csr.row(v), first))
+        Ok((self.adj.row(v), first))
     }
 
     /// Load `neighbours[i]` of a row whose bounds came from `row`.
     #[inline]
     pub fn neighbour(&self, e: &mut Emitter, i: u64, row: RecId) -> Emit<(u32, RecId)> {
         let id = self.neighbours.load(e, i, Some(row))?;
-        Ok((self.csr.neighbour(i), id))
+        Ok((self.adj.neighbour(i), id))
     }
 
     /// Load `weights[i]`, the weight of edge `u`-`neighbours[i]`.
@@ -254,7 +384,7 @@ impl Graph {
             .weights
             .expect("weighted kernels allocate the weight array");
         weights.load(e, i, Some(row))?;
-        Ok(rmat::edge_weight(u, self.csr.neighbour(i), self.salt))
+        Ok(rmat::edge_weight(u, self.adj.neighbour(i), self.salt))
     }
 
     /// A root for traversals: a random vertex with at least one edge, as Graph500 chooses its
@@ -263,11 +393,11 @@ impl Graph {
         let n = self.vertices();
         for _ in 0..64 {
             let v = rng.below(n as u64) as u32;
-            if self.csr.degree(v) > 0 {
+            if self.adj.degree(v) > 0 {
                 return v;
             }
         }
-        (0..n).find(|&v| self.csr.degree(v) > 0).unwrap_or(0)
+        (0..n).find(|&v| self.adj.degree(v) > 0).unwrap_or(0)
     }
 
     /// Simulated arrays of the graph, for tests that check emitted addresses.
@@ -385,7 +515,7 @@ where
             let (props, mut rng) = (props.clone(), kernel_rng.clone());
             move |e| {
                 let graph = e.share(|| Graph {
-                    csr: source.generate(graph_seed),
+                    adj: source.generate(graph_seed),
                     offsets,
                     neighbours,
                     weights,
@@ -456,6 +586,7 @@ pub(crate) mod testutil {
             references: u64::MAX,
             populate: false,
             thp_ineligible: 0.0,
+            graph: GraphKind::Explicit,
             threads: 1,
         };
         let (tx, rx) = mpsc::channel();
@@ -503,6 +634,7 @@ pub(crate) mod testutil {
             references: u64::MAX,
             populate: false,
             thp_ineligible: 0.0,
+            graph: GraphKind::Explicit,
             threads,
         };
         let (tx, rx) = mpsc::channel();

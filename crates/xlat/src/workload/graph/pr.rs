@@ -127,7 +127,7 @@ pub(crate) fn pagerank(e: &mut Emitter, g: &Graph, p: &Props, iterations: u32) -
             g.row(e, u, None)?;
             // Degree subtraction, conversion and the division.
             e.instr(4);
-            let degree = g.csr.degree(u);
+            let degree = g.adj.degree(u);
             let c = if degree == 0 {
                 0.0
             } else {

@@ -143,7 +143,7 @@ impl Csr {
 /// One Kronecker edge: at each of `scale` levels pick a quadrant of the adjacency matrix with
 /// probabilities A, B, C, D, appending one bit to the row (u) and column (v) ids.
 #[inline]
-fn kronecker_edge(rng: &mut Rng, scale: u32) -> (u32, u32) {
+pub(super) fn kronecker_edge(rng: &mut Rng, scale: u32) -> (u32, u32) {
     let (mut u, mut v) = (0u32, 0u32);
     let mut bits = 0u64;
     for level in 0..scale {

@@ -1,0 +1,350 @@
+//! The implicit Kronecker graph: the same R-MAT distribution as [`super::Csr::rmat`], but no
+//! edge is stored on the host. Each vertex's row is derived on demand from a seeded hash of the
+//! vertex, so the host keeps only the row offsets (one `u64` per vertex) and the kernels' own
+//! per-vertex state, whatever the number of edges.
+//!
+//! The R-MAT recursion picks, at each of `scale` levels, a quadrant of the adjacency matrix:
+//! the source bit is 1 with probability `C + D`, and given it the destination bit is 1 with
+//! probability `B / (A + B)` (source bit 0) or `D / (C + D)` (source bit 1). The levels are
+//! independent, so among the `E = edge_factor * 2^scale` generated edges the number leaving
+//! vertex `u` is Binomial(E, p_out(u)) with `p_out(u)` the product over `u`'s bits of
+//! `A + B` (bit 0) or `C + D` (bit 1), and each of those edges' destinations draws its bits from
+//! the conditional probabilities above; likewise for the edges entering `u`. A row here is one
+//! draw of both: the out-edges and the in-edges of `u` (what symmetrising puts in `u`'s row),
+//! with counts drawn as Poisson variates of the binomials' means (E is large and p small) and
+//! the other endpoints drawn bit by bit, then labelled through a seeded permutation (Graph500
+//! permutes labels too) and sorted.
+//!
+//! Differences from the explicit graph, by design:
+//! * rows are drawn per vertex, independently: `w` in `v`'s row does not imply `v` in `w`'s
+//!   (the graph is directed, with the symmetrised graph's degree distribution);
+//! * duplicates and self loops stay (a multigraph): removing them would change a row's length
+//!   after the offsets were fixed. Graph500 removes them; they are about 6 % of the entries at
+//!   scale 20, so the implicit graph has that many more entries at the same parameters.
+//!
+//! Rows are regenerated each time a kernel reads one; a small per-thread cache keeps the rows
+//! read last (a traversal reads a row's entries one by one, triangle counting two rows at once).
+
+use crate::rng::Rng;
+use crate::workload::dist::{mix64, Scatter};
+use std::cell::RefCell;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Graph500 initiator probabilities, as in [`super::rmat`].
+const A: f64 = 0.57;
+const B: f64 = 0.19;
+const C: f64 = 0.19;
+const D: f64 = 0.05;
+
+/// Rows kept per thread (a DFS stack or a triangle intersection revisits a few rows).
+const CACHED_ROWS: usize = 8;
+
+/// Identifies an [`Implicit`] graph in the per-thread row cache.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// An implicit Kronecker graph on `2^scale` vertices.
+#[derive(Debug)]
+pub struct Implicit {
+    id: u64,
+    scale: u32,
+    /// Generated edges, `edge_factor * 2^scale`.
+    edges: f64,
+    seed: u64,
+    /// Internal (R-MAT) id to vertex label.
+    labels: Scatter,
+    /// Row `v` is `offsets[v]..offsets[v+1]` of the simulated neighbour array.
+    offsets: Vec<u64>,
+    /// 16-bit fixed-point thresholds: P(source bit 1 | destination bit b) and
+    /// P(destination bit 1 | source bit b), per bit value.
+    src_one: [u32; 2],
+    dst_one: [u32; 2],
+}
+
+impl Clone for Implicit {
+    fn clone(&self) -> Implicit {
+        Implicit {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            labels: self.labels.clone(),
+            offsets: self.offsets.clone(),
+            ..*self
+        }
+    }
+}
+
+impl PartialEq for Implicit {
+    fn eq(&self, o: &Implicit) -> bool {
+        (self.scale, self.edges, self.seed, &self.offsets) == (o.scale, o.edges, o.seed, &o.offsets)
+    }
+}
+
+/// Entries the neighbour array is allocated for: the expected `2 * edges` plus eight standard
+/// deviations of their Poisson total, so that a draw above it is practically impossible (and
+/// if it happens the last rows are cut, keeping the bound).
+pub fn max_entries(scale: u32, edge_factor: u32) -> u64 {
+    let mean = (2 * edge_factor as u64) << scale;
+    mean + 8 * (mean as f64).sqrt().ceil() as u64 + 64
+}
+
+impl Implicit {
+    /// The graph of `seed` with `2^scale` vertices and `edge_factor * 2^scale` generated edges.
+    /// Computes every vertex's degree (O(vertices), no edge is drawn).
+    pub fn new(scale: u32, edge_factor: u32, seed: u64) -> Implicit {
+        let n = 1u64 << scale;
+        let mut seeds = Rng::new(seed, 3);
+        let labels = Scatter::new(n, &mut seeds);
+        let fixed = |p: f64| (p * 65536.0) as u32;
+        let mut g = Implicit {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            scale,
+            edges: edge_factor as f64 * n as f64,
+            seed: seeds.next_u64(),
+            labels,
+            offsets: Vec::new(),
+            src_one: [fixed(C / (A + C)), fixed(D / (B + D))],
+            dst_one: [fixed(B / (A + B)), fixed(D / (C + D))],
+        };
+        let bound = max_entries(scale, edge_factor);
+        let mut offsets = Vec::with_capacity(n as usize + 1);
+        let mut total = 0u64;
+        for v in 0..n {
+            offsets.push(total);
+            let (out, inn) = g.degrees(&mut g.row_rng(g.internal(v as u32)), g.internal(v as u32));
+            total = (total + out + inn).min(bound);
+        }
+        offsets.push(total);
+        g.offsets = offsets;
+        g
+    }
+
+    pub fn vertices(&self) -> u32 {
+        (self.offsets.len() - 1) as u32
+    }
+
+    /// Entries of the neighbour array in use (the sum of the row lengths).
+    pub fn entries(&self) -> u64 {
+        *self.offsets.last().expect("n + 1 offsets")
+    }
+
+    /// Bytes of host memory the graph holds: the offsets.
+    pub fn host_bytes(&self) -> u64 {
+        self.offsets.capacity() as u64 * 8
+    }
+
+    #[inline]
+    pub fn row(&self, v: u32) -> Range<u64> {
+        self.offsets[v as usize]..self.offsets[v as usize + 1]
+    }
+
+    #[inline]
+    pub fn degree(&self, v: u32) -> u64 {
+        let r = self.row(v);
+        r.end - r.start
+    }
+
+    fn internal(&self, v: u32) -> u32 {
+        self.labels.invert(v as u64) as u32
+    }
+
+    fn row_rng(&self, u: u32) -> Rng {
+        Rng::new(self.seed ^ mix64(u as u64 + 1), 4)
+    }
+
+    /// Out- and in-degree of internal vertex `u`: the first draws of its row's generator.
+    fn degrees(&self, rng: &mut Rng, u: u32) -> (u64, u64) {
+        let ones = u.count_ones() as i32;
+        let zeros = self.scale as i32 - ones;
+        let out = self.edges * (A + B).powi(zeros) * (C + D).powi(ones);
+        let inn = self.edges * (A + C).powi(zeros) * (B + D).powi(ones);
+        (poisson(rng, out), poisson(rng, inn))
+    }
+
+    /// Vertex `v`'s neighbours, sorted, into `out` (cleared first).
+    pub fn neighbours_into(&self, v: u32, out: &mut Vec<u32>) {
+        out.clear();
+        let u = self.internal(v);
+        let mut rng = self.row_rng(u);
+        let (d_out, d_in) = self.degrees(&mut rng, u);
+        let len = self.degree(v) as usize;
+        out.reserve(len);
+        let scale = self.scale;
+        let draw = |given: &[u32; 2], rng: &mut Rng| {
+            let (mut other, mut bits) = (0u32, 0u64);
+            for level in 0..scale {
+                if level % 4 == 0 {
+                    bits = rng.next_u64();
+                }
+                let r = (bits & 0xffff) as u32;
+                bits >>= 16;
+                let mine = (u >> (scale - 1 - level)) & 1;
+                other = (other << 1) | (r < given[mine as usize]) as u32;
+            }
+            self.labels.apply(other as u64) as u32
+        };
+        for _ in 0..d_out {
+            out.push(draw(&self.dst_one, &mut rng));
+        }
+        for _ in 0..d_in {
+            out.push(draw(&self.src_one, &mut rng));
+        }
+        // Only the rows cut to keep the allocation bound are shorter than drawn.
+        out.truncate(len);
+        out.sort_unstable();
+    }
+
+    pub fn neighbours(&self, v: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        self.neighbours_into(v, &mut out);
+        out
+    }
+
+    /// The entry at index `i` of the neighbour array, regenerating its row unless this thread
+    /// read the row recently.
+    pub fn neighbour(&self, i: u64) -> u32 {
+        CACHE.with(|c| c.borrow_mut().get(self, i))
+    }
+
+    /// The vertex whose row holds index `i`.
+    fn owner(&self, i: u64) -> u32 {
+        (self.offsets.partition_point(|&o| o <= i) - 1) as u32
+    }
+}
+
+/// A Poisson variate of mean `mean`: Knuth's product of uniforms for small means, the normal
+/// approximation (Box-Muller, rounded, at least 0) above 64.
+fn poisson(rng: &mut Rng, mean: f64) -> u64 {
+    if mean < 64.0 {
+        let limit = (-mean).exp();
+        let (mut k, mut p) = (0u64, rng.unit());
+        while p > limit {
+            k += 1;
+            p *= rng.unit();
+        }
+        k
+    } else {
+        let (u1, u2) = (1.0 - rng.unit(), rng.unit());
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        (mean + mean.sqrt() * z).round().max(0.0) as u64
+    }
+}
+
+/// The rows this thread read last, most recent first.
+struct RowCache {
+    rows: Vec<(u64, u64, Vec<u32>)>,
+}
+
+thread_local! {
+    static CACHE: RefCell<RowCache> = const { RefCell::new(RowCache { rows: Vec::new() }) };
+}
+
+impl RowCache {
+    fn get(&mut self, g: &Implicit, i: u64) -> u32 {
+        let hit = self.rows.iter().position(|(id, start, row)| {
+            *id == g.id && (*start..*start + row.len() as u64).contains(&i)
+        });
+        let k = match hit {
+            Some(k) => k,
+            None => {
+                let v = g.owner(i);
+                let mut row = if self.rows.len() == CACHED_ROWS {
+                    self.rows.pop().expect("full").2
+                } else {
+                    Vec::new()
+                };
+                g.neighbours_into(v, &mut row);
+                self.rows.push((g.id, g.row(v).start, row));
+                self.rows.len() - 1
+            }
+        };
+        if k != 0 {
+            let entry = self.rows.remove(k);
+            self.rows.insert(0, entry);
+        }
+        let (_, start, row) = &self.rows[0];
+        row[(i - start) as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Csr;
+    use super::*;
+
+    #[test]
+    fn rows_are_deterministic_sorted_and_as_long_as_their_offsets() {
+        let g = Implicit::new(10, 8, 42);
+        let h = Implicit::new(10, 8, 42);
+        assert!(g == h);
+        assert!(g != Implicit::new(10, 8, 43));
+        for v in 0..g.vertices() {
+            let row = g.neighbours(v);
+            assert_eq!(row, h.neighbours(v));
+            assert_eq!(row.len() as u64, g.degree(v));
+            assert!(row.windows(2).all(|w| w[0] <= w[1]));
+            assert!(row.iter().all(|&w| w < g.vertices()));
+            // Entry by entry through the cache, in any order.
+            for (k, i) in g.row(v).rev().enumerate() {
+                assert_eq!(g.neighbour(i), row[row.len() - 1 - k]);
+            }
+        }
+        assert!(g.entries() <= max_entries(10, 8));
+    }
+
+    #[test]
+    fn degrees_match_the_explicit_rmat_graph_in_aggregate() {
+        let (scale, ef) = (14, 16);
+        let n = 1usize << scale;
+        // The explicit generator's edges before deduplication: each edge in both endpoints'
+        // rows, as the implicit rows hold them.
+        let mut rng = Rng::new(1, 2);
+        let mut de = vec![0u64; n];
+        for _ in 0..(ef as u64) << scale {
+            let (u, v) = super::super::rmat::kronecker_edge(&mut rng, scale);
+            de[u as usize] += 1;
+            de[v as usize] += 1;
+        }
+        let implicit = Implicit::new(scale, ef, 1);
+        let mut di: Vec<u64> = (0..n as u32).map(|v| implicit.degree(v)).collect();
+        let (e, i) = (de.iter().sum::<u64>() as f64, implicit.entries() as f64);
+        assert!((i / e - 1.0).abs() < 0.01, "implicit {i} vs explicit {e}");
+        // The degree distribution's shape: the largest degrees and the share of isolated
+        // vertices are alike.
+        de.sort_unstable();
+        di.sort_unstable();
+        for q in [n - 1, n - 10, n - 100, n - 1000, n / 2] {
+            let ratio = di[q] as f64 / de[q] as f64;
+            assert!(
+                (0.8..1.25).contains(&ratio),
+                "rank {q}: {} vs {}",
+                di[q],
+                de[q]
+            );
+        }
+        let zeros = |d: &[u64]| d.iter().filter(|&&x| x == 0).count() as f64 / n as f64;
+        assert!(
+            (zeros(&di) - zeros(&de)).abs() < 0.02,
+            "{} vs {}",
+            zeros(&di),
+            zeros(&de)
+        );
+        // The stored explicit graph drops duplicates and self loops: fewer entries (a fifth at
+        // this small scale, about 6 % at scale 20).
+        let stored = Csr::rmat(scale, ef, 1).entries() as f64;
+        assert!(
+            i > stored && i / stored < 1.3,
+            "implicit {i}, stored {stored}"
+        );
+        // Neighbours are skewed the same way: the most cited vertices are hubs.
+        let mut hits = vec![0u64; n];
+        for v in 0..n as u32 {
+            for w in implicit.neighbours(v) {
+                hits[w as usize] += 1;
+            }
+        }
+        let top = (0..n as u32).max_by_key(|&v| hits[v as usize]).unwrap();
+        assert!(
+            implicit.degree(top) >= di[n - 20],
+            "most cited vertex is a hub"
+        );
+    }
+}
