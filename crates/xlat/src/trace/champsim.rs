@@ -447,16 +447,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn read_all(path: &Path) -> Result<Vec<Record>> {
-        let mut r = open(path)?;
-        let mut out = Vec::new();
-        let mut buf = Vec::with_capacity(7);
-        loop {
-            r.fill(&mut buf)?;
-            if buf.is_empty() {
-                return Ok(out);
-            }
-            out.extend_from_slice(&buf);
-        }
+        crate::trace::read_to_end(&mut open(path)?, 7)
     }
 
     fn write_instrs(path: &Path, instrs: &[Instr]) {
@@ -726,16 +717,7 @@ mod tests {
     fn read_through_buffer(path: &Path, capacity: usize) -> Result<Vec<Record>> {
         let file = std::fs::File::open(path).unwrap();
         let input = Box::new(std::io::BufReader::with_capacity(capacity, file));
-        let mut r = reader(path, Compression::None, input);
-        let mut out = Vec::new();
-        let mut buf = Vec::with_capacity(1000);
-        loop {
-            r.fill(&mut buf)?;
-            if buf.is_empty() {
-                return Ok(out);
-            }
-            out.extend_from_slice(&buf);
-        }
+        crate::trace::read_to_end(&mut reader(path, Compression::None, input), 1000)
     }
 
     #[test]

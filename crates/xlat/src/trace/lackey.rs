@@ -351,16 +351,7 @@ I  0400aab2,2
     }
 
     fn read_all(path: &Path, options: LackeyOptions) -> Result<Vec<Record>> {
-        let mut r = open_with(path, options)?;
-        let mut out = Vec::new();
-        let mut buf = Vec::with_capacity(3);
-        loop {
-            r.fill(&mut buf)?;
-            if buf.is_empty() {
-                return Ok(out);
-            }
-            out.extend_from_slice(&buf);
-        }
+        crate::trace::read_to_end(&mut open_with(path, options)?, 3)
     }
 
     fn fixture_file(dir: &tempfile::TempDir, text: &str) -> PathBuf {

@@ -341,6 +341,20 @@ pub fn convert(src: &Path, dst: &Path) -> Result<u64> {
     result
 }
 
+/// Every record of `source`, read in batches of `batch` (tests of the readers).
+#[cfg(test)]
+pub(crate) fn read_to_end(source: &mut dyn RecordSource, batch: usize) -> Result<Vec<Record>> {
+    let mut out = Vec::new();
+    let mut buf = Vec::with_capacity(batch);
+    loop {
+        source.fill(&mut buf)?;
+        if buf.is_empty() {
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,16 +390,7 @@ mod tests {
     }
 
     fn read_all(path: &Path) -> Result<Vec<Record>> {
-        let mut r = open(path)?;
-        let mut out = Vec::new();
-        let mut buf = Vec::with_capacity(1000);
-        loop {
-            r.fill(&mut buf)?;
-            if buf.is_empty() {
-                return Ok(out);
-            }
-            out.extend_from_slice(&buf);
-        }
+        read_to_end(open(path)?.as_mut(), 1000)
     }
 
     fn write_xtr(path: &Path, recs: &[Record]) {

@@ -563,16 +563,7 @@ mod tests {
     }
 
     fn read_all_fill(path: &Path, cap: usize) -> Result<Vec<Record>> {
-        let mut r = XtrReader::open(path)?;
-        let mut out = Vec::new();
-        let mut buf = Vec::with_capacity(cap);
-        loop {
-            r.fill(&mut buf)?;
-            if buf.is_empty() {
-                return Ok(out);
-            }
-            out.extend_from_slice(&buf);
-        }
+        crate::trace::read_to_end(&mut XtrReader::open(path)?, cap)
     }
 
     fn read_all_next(path: &Path) -> Result<Vec<Record>> {
