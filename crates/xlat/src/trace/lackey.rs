@@ -315,7 +315,6 @@ impl LackeyWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::RecordSource;
     use proptest::prelude::*;
 
     const FIXTURE: &str = "\
