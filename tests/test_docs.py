@@ -3,7 +3,7 @@ docs/ runs (in a temporary directory, in the order the page gives them, shrunk t
 and every ``toml`` example parses and, where it is a system config, resolves.
 
 Shrinking: ``--refs N`` becomes ``--refs 20k`` (and runs that give none get it),
-``--quick``/``--scale quick`` becomes ``--scale tiny``, and Python examples run 20,000
+``--quick`` and every ``--scale`` become ``--scale tiny``, and Python examples run 20,000
 references where they ask for millions. A command the page marks ``# fails: ...`` must fail
 with an error message. Python blocks that are not Python (call synopses) are
 skipped, and so are the lines of :data:`SKIP`, each with its reason.
@@ -78,7 +78,7 @@ def commands(block: str) -> list[tuple[str, bool]]:
 
 def shrink(cmd: str) -> str:
     cmd = re.sub(r"--refs \S+", "--refs 20k", cmd)
-    cmd = re.sub(r"--quick\b|--scale quick", "--scale tiny", cmd)
+    cmd = re.sub(r"--quick\b|--scale \w+", "--scale tiny", cmd)
     words = cmd.split()
     if words[:1] == ["xlat"] and len(words) > 1:
         runs = words[1] in ("run", "compare", "sweep") or words[1:3] == ["trace", "record"]
@@ -149,3 +149,4 @@ def test_the_shrinking_rules() -> None:
     assert shrink("xlat run --config my.toml --workload gups").endswith("--refs 20k")
     assert shrink("xlat reproduce utopia-fig5 --quick") == "xlat reproduce utopia-fig5 --scale tiny"
     assert shrink("xlat reproduce gandhi-fig11") == "xlat reproduce gandhi-fig11 --scale tiny"
+    assert shrink("xlat reproduce x --scale paper") == "xlat reproduce x --scale tiny"

@@ -889,10 +889,11 @@ def build_parser() -> argparse.ArgumentParser:
     scale = p.add_mutually_exclusive_group()
     scale.add_argument(
         "--scale",
-        choices=["tiny", "quick", "full"],
+        choices=["tiny", "quick", "full", "paper"],
         default="full",
         help="input sizes and run lengths: tiny (seconds), quick (minutes), full (default; "
-        "closest to the papers, hours)",
+        "larger inputs, hours), paper (every workload at its paper's footprint; hours, "
+        "resumable run by run)",
     )
     scale.add_argument("--quick", action="store_true", help="the same as --scale quick")
     scale.add_argument("--tiny", action="store_true", help="the same as --scale tiny")

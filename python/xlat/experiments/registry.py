@@ -14,7 +14,8 @@ run shows it; the verdict is printed under the table. Where our model cannot sho
 direction at some scale, the reproduction says so and why (``direction_not_shown``).
 
 Scales: ``tiny`` (a few seconds; what the tests run), ``quick`` (minutes on a laptop: the
-README's main job), ``full`` (closer to the papers' sizes; hours).
+README's main job), ``full`` (larger inputs; hours), ``paper`` (each workload at its paper's
+footprint through ``workload.footprint``; hours, resumable run by run, each run minutes).
 """
 
 from __future__ import annotations
@@ -55,13 +56,13 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
-SCALES = ("tiny", "quick", "full")
+SCALES = ("tiny", "quick", "full", "paper")
 
 #: Instructions simulated in detail before statistics start, per scale. The papers measure
 #: the kernel, not the set-up: runs fast-forward through a workload's set-up to its region of
 #: interest and replay its end through the TLBs and caches (``sim.fast_forward``), so this
 #: warm-up only has to fill them with the kernel's own working set and settle the timing.
-WARMUP_INSTRUCTIONS = {"tiny": 0, "quick": 2_000_000, "full": 10_000_000}
+WARMUP_INSTRUCTIONS = {"tiny": 0, "quick": 2_000_000, "full": 10_000_000, "paper": 10_000_000}
 
 
 @dataclass(frozen=True)
