@@ -129,10 +129,6 @@ pub trait MmuScheme: Send + 'static {
     ) {
     }
 
-    /// The OS just handled a page fault (it may have changed translation metadata the walker
-    /// caches, such as Cuckoo Walk Table entries).
-    fn after_fault(&mut self) {}
-
     /// Drop cached translations of the `size` page at `vpn` (a shootdown).
     fn invalidate(&mut self, _vpn: Vpn, _size: PageSize, _asid: u16) {}
 
@@ -492,7 +488,6 @@ impl<S: MmuScheme> Mmu<S> {
                 found: Found::Fault { resume },
             });
         }
-        self.scheme.after_fault();
         let table = tables.table(f.pid)?;
         let (found, end) = self.walk_once(f.va, asid, table, tables.store(), resume, mem);
         let (pfn, size) = found.ok_or_else(fail)?;

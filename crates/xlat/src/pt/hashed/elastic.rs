@@ -33,6 +33,15 @@ pub struct Policy {
     pub per_way: bool,
 }
 
+impl Policy {
+    /// ECPT's: each way one contiguous block, all ways resized together, out of place.
+    pub const ECPT: Policy = Policy {
+        chunk_sizes: None,
+        in_place: false,
+        per_way: false,
+    };
+}
+
 /// The parameters of one table.
 #[derive(Clone, Debug)]
 pub struct Params {
@@ -1154,11 +1163,7 @@ mod tests {
         // ECPT: all three ways resize together, out of place.
         let mut m = Mem::new();
         let mut p = params(HashKind::Crc, 1024);
-        p.policy = Policy {
-            chunk_sizes: None,
-            in_place: false,
-            per_way: false,
-        };
+        p.policy = Policy::ECPT;
         p.name = "ECPT";
         let mut t = new_table(&mut m, p);
         map_clusters(&mut m, &mut t, &cs);
@@ -1236,11 +1241,7 @@ mod tests {
     fn out_of_place_lookup_splits_at_the_rehash_pointer() {
         let mut m = Mem::new();
         let mut p = params(HashKind::Crc, 256);
-        p.policy = Policy {
-            chunk_sizes: None,
-            in_place: false,
-            per_way: false,
-        };
+        p.policy = Policy::ECPT;
         p.name = "ECPT";
         let mut t = new_table(&mut m, p);
         let cs = clusters(300, 6);

@@ -9,10 +9,11 @@
 //! Table memory lives in host memory (`PtStore`), so a way is grown only up to `max_bytes`;
 //! chunk sizes whose limit lies beyond are reported as not reached.
 
-use super::config::HashedConfig;
+use super::config::{HashedConfig, HptKind};
 use super::cost::CostModel;
-use super::elastic::{ElasticTable, Params, Policy};
+use super::elastic::ElasticTable;
 use super::l2p::L2pTable;
+use super::table::params_of;
 use super::way::{Env, ProcAcct};
 use crate::addr::PageSize;
 use crate::error::{Error, Result};
@@ -59,24 +60,9 @@ pub fn way_limits(cfg: &HashedConfig, max_bytes: u64) -> Result<Vec<WayLimit>> {
         cost: &cost,
         acct: &mut acct,
     };
-    let params = Params {
-        ways: cfg.ways,
-        initial_lines: cfg.initial_lines,
-        upsize: cfg.upsize,
-        downsize: cfg.downsize,
-        resize_bits: cfg.resize_bits(),
-        hash: cfg.hash,
-        hash_seed: 1,
-        max_reinsertions: cfg.max_reinsertions,
-        rehash_per_insert: cfg.rehash_per_insert,
-        rehash_cycles_per_entry: cfg.rehash_cycles_per_entry,
-        policy: Policy {
-            chunk_sizes: Some(sizes.clone()),
-            in_place: cfg.mehpt.in_place,
-            per_way: true,
-        },
-        name: "ME-HPT",
-    };
+    let mut params = params_of(cfg, HptKind::Mehpt, 1);
+    params.policy.chunk_sizes = Some(sizes.clone());
+    params.policy.per_way = true;
     let mut table = ElasticTable::new(&mut env, params, PageSize::Size4K, Rng::new(1, 1))?;
     let mut reached: Vec<Option<u64>> = vec![None; sizes.len()];
     let mut ended: Vec<&'static str> = vec!["never used"; sizes.len()];

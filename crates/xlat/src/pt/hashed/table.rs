@@ -29,6 +29,35 @@ pub struct HashedPageTable {
     acct: ProcAcct,
 }
 
+/// The parameters of one elastic table of a `kind` hashed page table configured by `cfg`.
+pub(super) fn params_of(cfg: &HashedConfig, kind: HptKind, hash_seed: u64) -> Params {
+    let policy = match kind {
+        HptKind::Ecpt => Policy::ECPT,
+        HptKind::Mehpt => Policy {
+            chunk_sizes: Some(cfg.mehpt.chunk_sizes.clone()),
+            in_place: cfg.mehpt.in_place,
+            per_way: cfg.mehpt.per_way,
+        },
+    };
+    Params {
+        ways: cfg.ways,
+        initial_lines: cfg.initial_lines,
+        upsize: cfg.upsize,
+        downsize: cfg.downsize,
+        resize_bits: cfg.resize_bits(),
+        hash: cfg.hash,
+        hash_seed,
+        max_reinsertions: cfg.max_reinsertions,
+        rehash_per_insert: cfg.rehash_per_insert,
+        rehash_cycles_per_entry: cfg.rehash_cycles_per_entry,
+        policy,
+        name: match kind {
+            HptKind::Ecpt => "ECPT",
+            HptKind::Mehpt => "ME-HPT",
+        },
+    }
+}
+
 impl HashedPageTable {
     /// An empty table of `kind` under a validated `cfg`; `seed` drives way choice and hashes.
     pub fn new(cfg: &HashedConfig, kind: HptKind, seed: u64) -> Result<HashedPageTable> {
@@ -56,35 +85,11 @@ impl HashedPageTable {
     }
 
     fn params(&self) -> Params {
-        let policy = match self.kind {
-            HptKind::Ecpt => Policy {
-                chunk_sizes: None,
-                in_place: false,
-                per_way: false,
-            },
-            HptKind::Mehpt => Policy {
-                chunk_sizes: Some(self.cfg.mehpt.chunk_sizes.clone()),
-                in_place: self.cfg.mehpt.in_place,
-                per_way: self.cfg.mehpt.per_way,
-            },
-        };
-        Params {
-            ways: self.cfg.ways,
-            initial_lines: self.cfg.initial_lines,
-            upsize: self.cfg.upsize,
-            downsize: self.cfg.downsize,
-            resize_bits: self.cfg.resize_bits(),
-            hash: self.cfg.hash,
-            hash_seed: Rng::new(self.seed, RNG_STREAM).next_u64(),
-            max_reinsertions: self.cfg.max_reinsertions,
-            rehash_per_insert: self.cfg.rehash_per_insert,
-            rehash_cycles_per_entry: self.cfg.rehash_cycles_per_entry,
-            policy,
-            name: match self.kind {
-                HptKind::Ecpt => "ECPT",
-                HptKind::Mehpt => "ME-HPT",
-            },
-        }
+        params_of(
+            &self.cfg,
+            self.kind,
+            Rng::new(self.seed, RNG_STREAM).next_u64(),
+        )
     }
 
     /// The table of `size`, if a page of that size was ever mapped.
