@@ -89,12 +89,45 @@ impl<V: Copy + Default> SetAssoc<V> {
         }
     }
 
+    /// The slot of `set` holding `tag` with a value for which `pred` holds (structures whose
+    /// entries share tags and are told apart by their contents, such as a range TLB).
+    #[inline(always)]
+    fn find_where(&self, set: usize, tag: u64, pred: impl Fn(&V) -> bool) -> Option<usize> {
+        let base = set * self.ways;
+        (base..base + self.ways).find(|&s| self.tags[s] == tag && pred(&self.values[s]))
+    }
+
     /// Look `tag` up in `set`; a hit updates replacement state and returns the value.
     #[inline]
     pub fn lookup(&mut self, set: usize, tag: u64) -> Option<&mut V> {
         let slot = self.find(set, tag)?;
         self.touch(slot);
         Some(&mut self.values[slot])
+    }
+
+    /// [`SetAssoc::lookup`] of the first entry under `tag` whose value satisfies `pred`.
+    #[inline(always)]
+    pub fn lookup_where(
+        &mut self,
+        set: usize,
+        tag: u64,
+        pred: impl Fn(&V) -> bool,
+    ) -> Option<&mut V> {
+        let slot = self.find_where(set, tag, pred)?;
+        self.touch(slot);
+        Some(&mut self.values[slot])
+    }
+
+    /// [`SetAssoc::peek`] of the first entry under `tag` whose value satisfies `pred`, with
+    /// its way.
+    pub fn peek_where(
+        &self,
+        set: usize,
+        tag: u64,
+        pred: impl Fn(&V) -> bool,
+    ) -> Option<(usize, &V)> {
+        self.find_where(set, tag, pred)
+            .map(|s| (s - set * self.ways, &self.values[s]))
     }
 
     /// The way of `set` holding `tag`, if any (a structure laid out in memory, such as a
@@ -158,6 +191,14 @@ impl<V: Copy + Default> SetAssoc<V> {
     #[inline]
     pub fn insert_absent(&mut self, set: usize, tag: u64, value: V) -> Option<(u64, V)> {
         debug_assert!(self.find(set, tag).is_none());
+        self.insert_another(set, tag, value)
+    }
+
+    /// Insert one more entry under `tag` in the replacement victim's slot, whether or not
+    /// `set` holds `tag` already: for structures whose entries share tags (see
+    /// [`SetAssoc::lookup_where`]).
+    #[inline]
+    pub fn insert_another(&mut self, set: usize, tag: u64, value: V) -> Option<(u64, V)> {
         debug_assert_ne!(tag, INVALID, "tag u64::MAX is reserved for empty slots");
         let slot = self.victim(set);
         let evicted = (self.tags[slot] != INVALID).then(|| (self.tags[slot], self.values[slot]));
@@ -173,6 +214,19 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// Remove `tag` from `set`; returns whether it was present.
     pub fn invalidate(&mut self, set: usize, tag: u64) -> bool {
         match self.find(set, tag) {
+            Some(slot) => {
+                self.tags[slot] = INVALID;
+                self.age[slot] = self.empty_age();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Remove the first entry of `set` under `tag` whose value satisfies `pred`; returns
+    /// whether there was one.
+    pub fn invalidate_where_in(&mut self, set: usize, tag: u64, pred: impl Fn(&V) -> bool) -> bool {
+        match self.find_where(set, tag, pred) {
             Some(slot) => {
                 self.tags[slot] = INVALID;
                 self.age[slot] = self.empty_age();

@@ -196,12 +196,13 @@ fn tlb_misses_match_lru_reference_models() {
             model.access(p);
         }
         assert_eq!(
-            tlb.stats.misses, model.misses,
+            tlb.stats().misses,
+            model.misses,
             "{entries} entries {ways} ways"
         );
         if ways == entries {
             assert_eq!(
-                tlb.stats.misses,
+                tlb.stats().misses,
                 stack_distance_misses(&trace, entries as usize)
             );
         }

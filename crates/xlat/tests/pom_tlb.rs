@@ -241,3 +241,69 @@ fn shootdown_drops_the_pom_tlb_entry() {
         }
     }
 }
+
+/// Records handed out from a vector, in batches.
+struct Records(std::vec::IntoIter<xlat::trace::Record>);
+
+impl xlat::trace::RecordSource for Records {
+    fn fill(&mut self, buf: &mut Vec<xlat::trace::Record>) -> xlat::Result<()> {
+        buf.clear();
+        buf.extend(self.0.by_ref().take(buf.capacity().max(1)));
+        Ok(())
+    }
+}
+
+#[test]
+fn the_cores_share_one_pom_tlb_so_one_cores_walks_serve_anothers_misses() {
+    use xlat::addr::VirtAddr;
+    use xlat::trace::{Op, Record};
+    const PAGES: u64 = 2000;
+    let c = SimConfig::load(
+        "pom-tlb",
+        &[
+            "os.physmem.bytes=1073741824".into(),
+            "os.physmem.fragmentation=0.0".into(),
+            "sim.verify=true".into(),
+            "sim.cores=2".into(),
+        ],
+    )
+    .unwrap();
+    // Two threads of one process touch the same pages, each once, side by side.
+    let mut sim = Simulation::with_source(c, |os| {
+        let pid = os.spawn()?;
+        let va = os.mmap(pid, PAGES * 4096, xlat::os::MapKind::Anon)?;
+        let records: Vec<Record> = (0..2u8)
+            .flat_map(|core| {
+                (0..PAGES).map(move |page| Record {
+                    vaddr: VirtAddr(va.0 + page * 4096),
+                    op: Op::Load,
+                    size: 8,
+                    core,
+                    pid,
+                    instr_delta: 1,
+                    ..Default::default()
+                })
+            })
+            .collect();
+        Ok(Box::new(Records(records.into_iter())) as Box<dyn xlat::trace::RecordSource>)
+    })
+    .unwrap();
+    let stats = sim.run(&mut |_, _| Ok(())).unwrap();
+    let j: Value = serde_json::from_str(&stats.to_json()).unwrap();
+    let cores = [&j["cores"][0]["mmu"], &j["cores"][1]["mmu"]];
+    let sum = |key: &str| cores.iter().map(|c| u(&c[key])).sum::<u64>();
+    // Whichever core touches a page first faults and walks it twice (before and after the
+    // fault) and enters it in the array; the other core's L2 TLB misses on it and finds it
+    // there. With an array per core, the second core would walk too and nothing would hit.
+    assert_eq!(sum("l2_misses"), 2 * PAGES);
+    assert_eq!(sum("faults"), PAGES);
+    assert_eq!(sum("walks"), 2 * PAGES);
+    let pom = &j["mmu"]["pom_tlb"];
+    assert_eq!(u(&pom["lookups"]), 2 * PAGES);
+    assert_eq!(u(&pom["fills"]), PAGES);
+    assert_eq!(u(&pom["hits"]), PAGES);
+    assert_eq!(u(&pom["valid_entries"]), PAGES);
+    // The array is the system's, not a core's: it is counted once, in the totals.
+    assert!(cores.iter().all(|c| c.get("pom_tlb").is_none()));
+    assert_eq!(stats.verify.translations_checked, 2 * PAGES);
+}

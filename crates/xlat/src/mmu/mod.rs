@@ -73,6 +73,11 @@ pub trait MmuScheme: Send + 'static {
     /// The page-table organisation its walker reads (an associated type: no downcast).
     type Table: PageTable;
 
+    /// Parts all cores' MMUs share, built once per system (by the scheme's `Scheme::shared`)
+    /// and handed to the stages that use them: a POM-TLB is one array in DRAM that every core
+    /// probes and fills. `()` for a scheme whose parts are all per core.
+    type Shared: Send + 'static;
+
     /// A bound, not hardware: every translation comes from the OS's ground truth at the L1
     /// TLB's latency and nothing is cached or walked (Utopia's P-TLB).
     const PERFECT: bool = false;
@@ -86,6 +91,7 @@ pub trait MmuScheme: Send + 'static {
         _asid: u16,
         _now: u64,
         _mem: &mut Hierarchy,
+        _shared: &mut Self::Shared,
     ) -> Option<StageHit> {
         None
     }
@@ -98,6 +104,7 @@ pub trait MmuScheme: Send + 'static {
         _asid: u16,
         _now: u64,
         _mem: &mut Hierarchy,
+        _shared: &mut Self::Shared,
     ) -> (Option<StageHit>, u64) {
         (None, 0)
     }
@@ -126,11 +133,13 @@ pub trait MmuScheme: Send + 'static {
         _store: &PtStore,
         _now: u64,
         _mem: &mut Hierarchy,
+        _shared: &mut Self::Shared,
     ) {
     }
 
-    /// Drop cached translations of the `size` page at `vpn` (a shootdown).
-    fn invalidate(&mut self, _vpn: Vpn, _size: PageSize, _asid: u16) {}
+    /// Drop cached translations of the `size` page at `vpn` (a shootdown). Every core's MMU
+    /// is told, so a shared structure is told once per core: dropping must be idempotent.
+    fn invalidate(&mut self, _vpn: Vpn, _size: PageSize, _asid: u16, _shared: &mut Self::Shared) {}
 
     /// Drop every cached walk state (PWCs, CWCs), as a shootdown does.
     fn flush(&mut self) {}
@@ -142,6 +151,14 @@ pub trait MmuScheme: Send + 'static {
     fn stats(&self) -> BTreeMap<&'static str, serde_json::Value> {
         BTreeMap::new()
     }
+
+    /// The shared parts' counters, in the system's total `mmu` subtree only (no core owns
+    /// them).
+    fn shared_stats(_shared: &Self::Shared) -> BTreeMap<&'static str, serde_json::Value> {
+        BTreeMap::new()
+    }
+
+    fn reset_shared_stats(_shared: &mut Self::Shared) {}
 }
 
 /// A scheme's counters as a stats subtree (what [`MmuScheme::stats`] returns).
@@ -229,16 +246,14 @@ impl TlbLevel {
             arrays: self
                 .arrays
                 .iter()
-                .map(|(n, t)| (n.clone(), t.stats))
+                .map(|(n, t)| (n.clone(), t.stats()))
                 .collect(),
         }
     }
 
     fn reset_stats(&mut self) {
         self.stats = TlbStats::default();
-        self.arrays
-            .iter_mut()
-            .for_each(|(_, t)| t.stats = TlbStats::default());
+        self.arrays.iter_mut().for_each(|(_, t)| t.reset_stats());
     }
 }
 
@@ -324,6 +339,7 @@ impl<S: MmuScheme> Mmu<S> {
     /// Translate `va` of process `pid` for an access of kind `op` issued at cycle `now`.
     /// Inlined into the reference loop even though fast-forwarding calls it too.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub fn translate<P: PageTables<Table = S::Table>>(
         &mut self,
         va: VirtAddr,
@@ -332,6 +348,7 @@ impl<S: MmuScheme> Mmu<S> {
         now: u64,
         tables: &P,
         mem: &mut Hierarchy,
+        shared: &mut S::Shared,
     ) -> Result<Outcome> {
         self.counters.translations += 1;
         let asid = pid;
@@ -367,7 +384,9 @@ impl<S: MmuScheme> Mmu<S> {
         self.counters.l1_misses += 1;
         let l2_latency = self.l2.latency;
         let l2_hit = self.l2.lookup(va, asid);
-        let side = self.scheme.side_lookup(va, asid, now + latency, mem);
+        let side = self
+            .scheme
+            .side_lookup(va, asid, now + latency, mem, shared);
         let hit = match (l2_hit, side) {
             (Some((pfn, size)), _) => Some((pfn, size, l2_latency, Found::L2)),
             (None, Some(s)) => Some((s.pfn, s.size, l2_latency.max(s.latency), Found::Side)),
@@ -385,7 +404,7 @@ impl<S: MmuScheme> Mmu<S> {
         }
         latency += l2_latency;
         self.counters.l2_misses += 1;
-        let (l3_hit, l3_latency) = self.scheme.l3_lookup(va, asid, now + latency, mem);
+        let (l3_hit, l3_latency) = self.scheme.l3_lookup(va, asid, now + latency, mem, shared);
         latency += l3_latency;
         if let Some(h) = l3_hit {
             self.fill(va, asid, op, h.pfn, h.size);
@@ -411,8 +430,17 @@ impl<S: MmuScheme> Mmu<S> {
         match found {
             Some((pfn, size)) => {
                 self.walker_free_at[slot] = end;
-                self.scheme
-                    .after_walk(va, asid, pfn, size, table, tables.store(), end, mem);
+                self.scheme.after_walk(
+                    va,
+                    asid,
+                    pfn,
+                    size,
+                    table,
+                    tables.store(),
+                    end,
+                    mem,
+                    shared,
+                );
                 self.fill(va, asid, op, pfn, size);
                 Ok(Outcome::Done(Translation {
                     paddr: translate(va, pfn, size),
@@ -469,6 +497,7 @@ impl<S: MmuScheme> Mmu<S> {
         fault_cycles: u64,
         tables: &P,
         mem: &mut Hierarchy,
+        shared: &mut S::Shared,
     ) -> Result<Translation> {
         self.counters.faults += 1;
         let resume = f.walked.max(older_retired) + fault_cycles;
@@ -492,8 +521,17 @@ impl<S: MmuScheme> Mmu<S> {
         let (found, end) = self.walk_once(f.va, asid, table, tables.store(), resume, mem);
         let (pfn, size) = found.ok_or_else(fail)?;
         self.walker_free_at[f.slot] = end;
-        self.scheme
-            .after_walk(f.va, asid, pfn, size, table, tables.store(), end, mem);
+        self.scheme.after_walk(
+            f.va,
+            asid,
+            pfn,
+            size,
+            table,
+            tables.store(),
+            end,
+            mem,
+            shared,
+        );
         self.fill(f.va, asid, f.op, pfn, size);
         Ok(Translation {
             paddr: translate(f.va, pfn, size),
@@ -504,7 +542,7 @@ impl<S: MmuScheme> Mmu<S> {
     }
 
     /// Drop every cached translation of the given pages (after munmap or migration).
-    pub fn shootdown(&mut self, pid: u16, pages: &[(Vpn, PageSize)]) {
+    pub fn shootdown(&mut self, pid: u16, pages: &[(Vpn, PageSize)], shared: &mut S::Shared) {
         if S::PERFECT {
             return; // a perfect TLB caches nothing
         }
@@ -513,7 +551,7 @@ impl<S: MmuScheme> Mmu<S> {
             for level in [&mut self.itlb, &mut self.l1, &mut self.l2] {
                 level.invalidate_page(vpn, size, pid);
             }
-            self.scheme.invalidate(vpn, size, pid);
+            self.scheme.invalidate(vpn, size, pid, shared);
         }
         // Table pages are never freed, so PWC entries stay valid; flush anyway, as Linux does
         // when it tears down mappings, so no walk can start from stale state.

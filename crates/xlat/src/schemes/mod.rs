@@ -41,9 +41,14 @@ pub trait Scheme: 'static {
     /// Its MMU parts, and through them its page-table organisation.
     type Mmu: MmuScheme;
 
-    /// Build the MMU parts of one core. `buddy` lets a scheme take physical memory at boot
-    /// (a POM-TLB's DRAM array).
-    fn mmu(ctx: &BuildCtx, buddy: &mut BuddyAllocator) -> Result<Self::Mmu>;
+    /// Build the MMU parts of one core.
+    fn mmu(ctx: &BuildCtx) -> Result<Self::Mmu>;
+
+    /// Build the parts every core's MMU shares, once per system (`()` for most schemes).
+    fn shared(
+        ctx: &BuildCtx,
+        buddy: &mut BuddyAllocator,
+    ) -> Result<<Self::Mmu as MmuScheme>::Shared>;
 
     /// A new, empty page table for process `pid`.
     fn new_table(ctx: &BuildCtx, pt: &mut PtContext, pid: u16) -> Result<TableOf<Self>>;

@@ -18,6 +18,7 @@ pub struct PerfectTlb;
 
 impl MmuScheme for PerfectTlb {
     type Table = RadixPageTable;
+    type Shared = ();
     const PERFECT: bool = true;
 
     fn plan_walk(
@@ -35,7 +36,11 @@ impl MmuScheme for PerfectTlb {
 impl Scheme for PerfectTlb {
     type Mmu = PerfectTlb;
 
-    fn mmu(_: &BuildCtx, _: &mut BuddyAllocator) -> Result<PerfectTlb> {
+    fn shared(_: &BuildCtx, _: &mut BuddyAllocator) -> Result<()> {
+        Ok(())
+    }
+
+    fn mmu(_: &BuildCtx) -> Result<PerfectTlb> {
         Ok(PerfectTlb)
     }
 

@@ -38,6 +38,7 @@ impl HashedSchemeConfig {
 
 impl MmuScheme for HashedWalker {
     type Table = HashedPageTable;
+    type Shared = ();
 
     #[inline]
     fn plan_walk(
@@ -76,7 +77,11 @@ impl<const MEHPT: bool> Hashed<MEHPT> {
 impl<const MEHPT: bool> Scheme for Hashed<MEHPT> {
     type Mmu = HashedWalker;
 
-    fn mmu(ctx: &BuildCtx, _: &mut BuddyAllocator) -> Result<HashedWalker> {
+    fn shared(_: &BuildCtx, _: &mut BuddyAllocator) -> Result<()> {
+        Ok(())
+    }
+
+    fn mmu(ctx: &BuildCtx) -> Result<HashedWalker> {
         let cfg = &ctx.sections.hashed;
         Ok(HashedWalker::new(&cfg.walker, Self::KIND, cfg.table.ways))
     }

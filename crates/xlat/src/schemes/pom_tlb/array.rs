@@ -14,8 +14,9 @@
 //! round trip). An entry is never splintered: a 2 MiB page is held as one 2 MiB entry.
 
 use crate::addr::{PageSize, Pfn, PhysAddr, VirtAddr, Vpn, LINE_BYTES};
-use crate::assoc::{Replacement, SetAssoc};
+use crate::assoc::Replacement;
 use crate::mem::{Hierarchy, Level, MemKind};
+use crate::mmu::tlb::{PageEntry, PageProbe, TlbArray};
 use serde::Serialize;
 
 /// Where the lines a structure read were served.
@@ -95,24 +96,13 @@ impl Geometry {
     }
 }
 
-/// Tag = page number at its size, the size, and the ASID, as the on-chip TLBs tag entries:
-/// sizes never alias, and the size of a tag can be read back.
-#[inline]
-fn tag(vpn_at_size: u64, size: PageSize, asid: u16) -> u64 {
-    (vpn_at_size << 18) | ((size.index() as u64) << 16) | asid as u64
-}
-
-#[inline]
-fn size_of_tag(tag: u64) -> PageSize {
-    PageSize::ALL[((tag >> 16) & 3) as usize]
-}
-
 pub struct PomTlbArray {
     geometry: Geometry,
     /// First byte of the block the array occupies.
     base: PhysAddr,
-    /// The entries the DRAM lines hold.
-    entries: SetAssoc<Pfn>,
+    /// The entries the DRAM lines hold, tagged as the on-chip TLBs tag theirs (page number at
+    /// its size, the size, the ASID).
+    entries: TlbArray<PageEntry>,
     /// Cache level the lookups and fills enter the hierarchy at.
     entry_level: Level,
     /// Valid entries of each page size: a size with none is not probed (the MMU fills and
@@ -134,7 +124,7 @@ impl PomTlbArray {
         PomTlbArray {
             geometry,
             base,
-            entries: SetAssoc::new(geometry.sets as usize, geometry.ways as usize, replacement),
+            entries: TlbArray::new(geometry.sets as usize, geometry.ways as usize, replacement),
             entry_level,
             valid: [0; 3],
             stats: PomTlbStats::default(),
@@ -169,13 +159,6 @@ impl PomTlbArray {
         (0..self.geometry.lines_per_set()).map(move |i| PhysAddr(first + i * LINE_BYTES))
     }
 
-    /// The set a page of `size` holding `va` maps to, and its page number at that size.
-    #[inline]
-    fn place(&self, va: VirtAddr, size: PageSize) -> (usize, u64) {
-        let v = va.0 >> size.shift();
-        (self.entries.set_of(v), v)
-    }
-
     /// Look `va` of address space `asid` up at cycle `now`: read the set of every page size
     /// with valid entries, all lines in parallel, through the cache hierarchy. Returns the
     /// translation if an entry matched, and the cycles the lookup took. Each entry carries its
@@ -195,17 +178,15 @@ impl PomTlbArray {
             if self.valid[size.index()] == 0 {
                 continue;
             }
-            let (set, v) = self.place(va, size);
+            let probe = PageProbe::of(va, size, asid);
+            let set = self.entries.set_of(&probe);
             // The contents say which line holds the match, if any; the reads below time it.
-            let t = tag(v, size, asid);
             let mut hit_line = None;
             if hit.is_none() {
-                if let Some(&mut pfn) = self.entries.lookup(set, t) {
+                if let Some(way) = self.entries.peek(&probe).map(|(way, _)| way) {
+                    let PageEntry(pfn) = *self.entries.find(&probe).expect("just seen");
                     hit = Some((pfn, size, 0));
-                    hit_line = self
-                        .entries
-                        .way_of(set, t)
-                        .map(|way| self.entry_addr(set, way as u64).0 & !(LINE_BYTES - 1));
+                    hit_line = Some(self.entry_addr(set, way as u64).0 & !(LINE_BYTES - 1));
                 }
             }
             let first = self.first_line(set);
@@ -254,21 +235,20 @@ impl PomTlbArray {
         now: u64,
         mem: &mut Hierarchy,
     ) {
-        let (set, v) = self.place(va, size);
-        let t = tag(v, size, asid);
-        if self.entries.peek(set, t).is_some() {
+        let probe = PageProbe::of(va, size, asid);
+        if self.entries.peek(&probe).is_some() {
             // Already held (e.g. filled by an earlier walk of the same page): refresh it.
-            self.entries.insert(set, t, pfn);
+            self.entries.insert(&probe, PageEntry(pfn));
         } else {
             self.stats.fills += 1;
             self.valid[size.index()] += 1;
-            if let Some((old, _)) = self.entries.insert_absent(set, t, pfn) {
+            if let Some((old, _)) = self.entries.insert_absent(&probe, PageEntry(pfn)) {
                 self.stats.evictions += 1;
-                self.valid[size_of_tag(old).index()] -= 1;
+                self.valid[PageEntry::size_of(old).index()] -= 1;
             }
         }
-        if let Some(way) = self.entries.way_of(set, t) {
-            let at = self.entry_addr(set, way as u64);
+        if let Some((way, _)) = self.entries.peek(&probe) {
+            let at = self.entry_addr(self.entries.set_of(&probe), way as u64);
             mem.access(at, MemKind::POMTLB, true, now, self.entry_level);
             self.stats.line_writes += 1;
         }
@@ -277,9 +257,7 @@ impl PomTlbArray {
     /// Drop the entry of the `size` page at `vpn` (a shootdown). Entries are never splintered,
     /// so a page has at most this one entry.
     pub fn invalidate(&mut self, vpn: Vpn, size: PageSize, asid: u16) {
-        let v = vpn.0 >> size.order();
-        let set = self.entries.set_of(v);
-        if self.entries.invalidate(set, tag(v, size, asid)) {
+        if self.entries.invalidate(&PageProbe::at(vpn, size, asid)) {
             self.stats.invalidations += 1;
             self.valid[size.index()] -= 1;
         }
@@ -288,10 +266,9 @@ impl PomTlbArray {
     /// The entry `va` would hit, without touching replacement state or memory (for checks).
     pub fn peek(&self, va: VirtAddr, asid: u16) -> Option<(Pfn, PageSize)> {
         PageSize::ALL.into_iter().find_map(|size| {
-            let (set, v) = self.place(va, size);
             self.entries
-                .peek(set, tag(v, size, asid))
-                .map(|&p| (p, size))
+                .peek(&PageProbe::of(va, size, asid))
+                .map(|(_, &PageEntry(p))| (p, size))
         })
     }
 
@@ -524,7 +501,7 @@ mod tests {
             };
             let asid = 1 + rng.below(2) as u16;
             let set = (vpn & (g.sets - 1)) as usize;
-            let want = model.access(set, tag(vpn, PageSize::Size4K, asid));
+            let want = model.access(set, (vpn << 16) | asid as u64);
             let (got, _) = a.lookup(va(vpn), asid, i, &mut mem);
             if got.is_none() {
                 a.fill(va(vpn), asid, Pfn(vpn + 1), PageSize::Size4K, i, &mut mem);

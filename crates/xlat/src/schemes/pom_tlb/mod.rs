@@ -5,7 +5,9 @@
 //! hierarchy (its lines are cached in L2 and the LLC like data, the paper's point); a hit
 //! supplies the translation and no page walk is done, a miss goes on to the radix walk, whose
 //! result is then written into the POM-TLB. The array lives in a physical block the scheme
-//! takes from the buddy allocator at boot ([`array`] describes the layout and the lookup).
+//! takes from the buddy allocator at boot ([`array`] describes the layout and the lookup), and
+//! is one for the whole system: on several cores, every core's MMU probes and fills the same
+//! array (the scheme's shared part), so one core's walk serves another's miss.
 //!
 //! The paging path is the radix scheme's: its table and its walker with the split PWCs, both
 //! configured in `[schemes.radix]`. `[schemes.pom_tlb]` configures the array.
@@ -148,20 +150,15 @@ impl PomTlbConfig {
     }
 }
 
-/// The MMU parts of `pom-tlb`: the radix walker and the POM-TLB as the L3 TLB level.
+/// The MMU parts of one core of `pom-tlb`: the radix walker. The POM-TLB, the L3 TLB level, is
+/// shared: one array in DRAM that every core probes and fills (Ryoo et al. §3).
 pub struct PomTlbMmu {
     walker: RadixWalker,
-    l3: PomTlbArray,
-}
-
-impl PomTlbMmu {
-    pub fn array(&self) -> &PomTlbArray {
-        &self.l3
-    }
 }
 
 impl MmuScheme for PomTlbMmu {
     type Table = RadixPageTable;
+    type Shared = PomTlbArray;
 
     #[inline]
     fn l3_lookup(
@@ -170,8 +167,9 @@ impl MmuScheme for PomTlbMmu {
         asid: u16,
         now: u64,
         mem: &mut Hierarchy,
+        l3: &mut PomTlbArray,
     ) -> (Option<StageHit>, u64) {
-        let (hit, latency) = self.l3.lookup(va, asid, now, mem);
+        let (hit, latency) = l3.lookup(va, asid, now, mem);
         let hit = hit.map(|(pfn, size)| StageHit { pfn, size, latency });
         (hit, latency)
     }
@@ -199,13 +197,15 @@ impl MmuScheme for PomTlbMmu {
         _store: &PtStore,
         now: u64,
         mem: &mut Hierarchy,
+        l3: &mut PomTlbArray,
     ) {
-        self.l3.fill(va, asid, pfn, size, now, mem);
+        l3.fill(va, asid, pfn, size, now, mem);
     }
 
-    /// The POM-TLB is a TLB: a shootdown drops the page's entry, like the on-chip TLBs'.
-    fn invalidate(&mut self, vpn: Vpn, size: PageSize, asid: u16) {
-        self.l3.invalidate(vpn, size, asid);
+    /// The POM-TLB is a TLB: a shootdown drops the page's entry, like the on-chip TLBs'
+    /// (the first core told drops it; the others find it gone).
+    fn invalidate(&mut self, vpn: Vpn, size: PageSize, asid: u16, l3: &mut PomTlbArray) {
+        l3.invalidate(vpn, size, asid);
     }
 
     /// Walk state only (the PWCs): POM-TLB entries are dropped page by page in `invalidate`.
@@ -215,14 +215,18 @@ impl MmuScheme for PomTlbMmu {
 
     fn reset_stats(&mut self) {
         self.walker.reset_stats();
-        self.l3.reset_stats();
     }
 
     fn stats(&self) -> BTreeMap<&'static str, serde_json::Value> {
-        BTreeMap::from([
-            ("pwc", stats_value(&self.walker.pwc_snapshot())),
-            ("pom_tlb", stats_value(&self.l3.snapshot())),
-        ])
+        BTreeMap::from([("pwc", stats_value(&self.walker.pwc_snapshot()))])
+    }
+
+    fn shared_stats(l3: &PomTlbArray) -> BTreeMap<&'static str, serde_json::Value> {
+        BTreeMap::from([("pom_tlb", stats_value(&l3.snapshot()))])
+    }
+
+    fn reset_shared_stats(l3: &mut PomTlbArray) {
+        l3.reset_stats();
     }
 }
 
@@ -232,19 +236,22 @@ pub struct PomTlb;
 impl Scheme for PomTlb {
     type Mmu = PomTlbMmu;
 
-    /// Each core built takes its own array (Ryoo et al. share one among the cores).
-    fn mmu(ctx: &BuildCtx, buddy: &mut BuddyAllocator) -> Result<PomTlbMmu> {
-        let cfg = &ctx.sections.pom_tlb;
-        let base = cfg.reserve(buddy)?;
+    fn mmu(ctx: &BuildCtx) -> Result<PomTlbMmu> {
         Ok(PomTlbMmu {
             walker: ctx.sections.radix.walker(),
-            l3: PomTlbArray::new(
-                cfg.geometry(),
-                cfg.replacement,
-                base.addr(),
-                cfg.enter_at.level(),
-            ),
         })
+    }
+
+    /// The one array of the system, in a block taken from physical memory at boot.
+    fn shared(ctx: &BuildCtx, buddy: &mut BuddyAllocator) -> Result<PomTlbArray> {
+        let cfg = &ctx.sections.pom_tlb;
+        let base = cfg.reserve(buddy)?;
+        Ok(PomTlbArray::new(
+            cfg.geometry(),
+            cfg.replacement,
+            base.addr(),
+            cfg.enter_at.level(),
+        ))
     }
 
     fn new_table(ctx: &BuildCtx, pt: &mut PtContext, _pid: u16) -> Result<TableOf<Self>> {

@@ -97,6 +97,7 @@ impl RadixConfig {
 
 impl MmuScheme for RadixWalker {
     type Table = RadixPageTable;
+    type Shared = ();
 
     #[inline]
     fn plan_walk(
@@ -129,7 +130,11 @@ pub struct Radix;
 impl Scheme for Radix {
     type Mmu = RadixWalker;
 
-    fn mmu(ctx: &BuildCtx, _: &mut BuddyAllocator) -> Result<RadixWalker> {
+    fn shared(_: &BuildCtx, _: &mut BuddyAllocator) -> Result<()> {
+        Ok(())
+    }
+
+    fn mmu(ctx: &BuildCtx) -> Result<RadixWalker> {
         Ok(ctx.sections.radix.walker())
     }
 

@@ -150,6 +150,7 @@ impl RmmMmu {
 
 impl MmuScheme for RmmMmu {
     type Table = RmmTable;
+    type Shared = ();
 
     #[inline]
     fn side_lookup(
@@ -158,6 +159,7 @@ impl MmuScheme for RmmMmu {
         asid: u16,
         now: u64,
         _mem: &mut Hierarchy,
+        _: &mut (),
     ) -> Option<StageHit> {
         let vpn = va.vpn().0;
         self.tlb.lookup(vpn, asid, now).map(|r| StageHit {
@@ -189,11 +191,12 @@ impl MmuScheme for RmmMmu {
         store: &PtStore,
         now: u64,
         mem: &mut Hierarchy,
+        _: &mut (),
     ) {
         self.range_walk(va.vpn().0, asid, table, store, now, mem);
     }
 
-    fn invalidate(&mut self, vpn: Vpn, size: PageSize, asid: u16) {
+    fn invalidate(&mut self, vpn: Vpn, size: PageSize, asid: u16, _: &mut ()) {
         self.tlb.invalidate(asid, vpn.0, vpn.0 + size.base_pages());
     }
 
@@ -230,7 +233,11 @@ pub struct Rmm;
 impl Scheme for Rmm {
     type Mmu = RmmMmu;
 
-    fn mmu(ctx: &BuildCtx, _: &mut BuddyAllocator) -> Result<RmmMmu> {
+    fn shared(_: &BuildCtx, _: &mut BuddyAllocator) -> Result<()> {
+        Ok(())
+    }
+
+    fn mmu(ctx: &BuildCtx) -> Result<RmmMmu> {
         Ok(RmmMmu::new(ctx))
     }
 

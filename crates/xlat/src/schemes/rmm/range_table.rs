@@ -36,7 +36,7 @@ const PROT: u64 = 0b111;
 const PRESENT: u64 = 1;
 
 /// A range translation, in 4 KiB page numbers: `[base, end)` maps to `vpn + offset`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Range {
     pub base: u64,
     pub end: u64,

@@ -3,15 +3,42 @@
 //! the page (`vpn + offset`), which fills the L1 TLB like an L2 TLB hit.
 
 use super::range_table::Range;
+use crate::assoc::Replacement;
+use crate::mmu::tlb::{Key, TlbArray, TlbEntry};
 use serde::Serialize;
 
-#[derive(Clone, Copy, Debug)]
-struct Entry {
-    asid: u16,
+/// A range entry: every range of an address space is stored under the ASID's tag in the one
+/// set, and answers the pages it covers once it has arrived.
+#[derive(Clone, Copy, Debug, Default)]
+struct RangeEntry {
     range: Range,
     /// Cycle the range-table walk that fetched it ended: a lookup before that misses.
     ready: u64,
-    last_use: u64,
+}
+
+/// A lookup of page `vpn` of `asid` at cycle `now`.
+#[derive(Clone, Copy, Debug)]
+struct RangeProbe {
+    vpn: u64,
+    asid: u16,
+    now: u64,
+}
+
+impl TlbEntry for RangeEntry {
+    type Probe = RangeProbe;
+
+    #[inline(always)]
+    fn key(p: &RangeProbe) -> Key {
+        Key {
+            index: 0,
+            tag: p.asid as u64,
+        }
+    }
+
+    #[inline(always)]
+    fn answers(&self, p: &RangeProbe) -> bool {
+        self.range.contains(p.vpn) && self.ready <= p.now
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -26,21 +53,17 @@ pub struct RangeTlbStats {
     pub invalidations: u64,
 }
 
-/// Fully associative, LRU. A lookup compares every entry, as the hardware's parallel
-/// comparators do: 32 entries (Utopia Table 1) make that a short scan.
+/// Fully associative (one set), LRU. A lookup compares every entry, as the hardware's
+/// parallel comparators do: 32 entries (Utopia Table 1) make that a short scan.
 pub struct RangeTlb {
-    entries: Vec<Entry>,
-    capacity: usize,
-    clock: u64,
+    entries: TlbArray<RangeEntry>,
     pub stats: RangeTlbStats,
 }
 
 impl RangeTlb {
     pub fn new(capacity: usize) -> RangeTlb {
         RangeTlb {
-            entries: Vec::with_capacity(capacity),
-            capacity,
-            clock: 0,
+            entries: TlbArray::new(1, capacity, Replacement::Lru),
             stats: RangeTlbStats::default(),
         }
     }
@@ -48,15 +71,8 @@ impl RangeTlb {
     /// The range of `asid` covering `vpn` at cycle `now`, if one is cached and has arrived.
     #[inline]
     pub fn lookup(&mut self, vpn: u64, asid: u16, now: u64) -> Option<Range> {
-        self.clock += 1;
-        let clock = self.clock;
-        match self
-            .entries
-            .iter_mut()
-            .find(|e| e.asid == asid && e.range.contains(vpn) && e.ready <= now)
-        {
+        match self.entries.find(&RangeProbe { vpn, asid, now }) {
             Some(e) => {
-                e.last_use = clock;
                 self.stats.hits += 1;
                 Some(e.range)
             }
@@ -73,48 +89,38 @@ impl RangeTlb {
     /// ranges of `asid` that it overlaps are older views of it (a range grows as pages are
     /// mapped) and are replaced; otherwise the least recently used entry makes room.
     pub fn insert(&mut self, asid: u16, range: Range, ready: u64) {
-        self.clock += 1;
-        if let Some(e) = self
-            .entries
-            .iter_mut()
-            .find(|e| e.asid == asid && e.range == range)
-        {
+        let probe = RangeProbe {
+            vpn: range.base,
+            asid,
+            now: u64::MAX,
+        };
+        if let Some(e) = self.entries.find_with(&probe, |e| e.range == range) {
             e.ready = e.ready.min(ready);
-            e.last_use = self.clock;
             return;
         }
-        self.entries
-            .retain(|e| !(e.asid == asid && e.range.base < range.end && range.base < e.range.end));
-        if self.entries.len() == self.capacity {
-            let victim = self
-                .entries
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, e)| e.last_use)
-                .map(|(i, _)| i)
-                .expect("a full TLB has entries");
-            self.entries.swap_remove(victim);
+        self.entries.invalidate_where(|tag, e| {
+            tag == asid as u64 && e.range.base < range.end && range.base < e.range.end
+        });
+        if self
+            .entries
+            .insert_absent(&probe, RangeEntry { range, ready })
+            .is_some()
+        {
             self.stats.evictions += 1;
         }
-        self.entries.push(Entry {
-            asid,
-            range,
-            ready,
-            last_use: self.clock,
-        });
         self.stats.fills += 1;
     }
 
     /// Drop the ranges of `asid` overlapping the pages `[start, end)` (a shootdown).
     pub fn invalidate(&mut self, asid: u16, start: u64, end: u64) {
-        let before = self.entries.len();
-        self.entries
-            .retain(|e| !(e.asid == asid && e.range.base < end && start < e.range.end));
-        self.stats.invalidations += (before - self.entries.len()) as u64;
+        let dropped = self.entries.invalidate_where(|tag, e| {
+            tag == asid as u64 && e.range.base < end && start < e.range.end
+        });
+        self.stats.invalidations += dropped as u64;
     }
 
     pub fn flush(&mut self) {
-        self.entries.clear();
+        self.entries.flush();
     }
 
     /// Ranges cached now.

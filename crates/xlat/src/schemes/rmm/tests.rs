@@ -357,27 +357,27 @@ fn shootdown_drops_exactly_the_ranges_overlapping_the_page() {
     for (va, asid) in [(0x100, 3), (0x200, 3), (0x100, 4)] {
         let va = Vpn(va).addr();
         let (pfn, size) = pt.radix.lookup(&mem.store, va).unwrap();
-        mmu.after_walk(va, asid, pfn, size, &pt, &mem.store, 0, &mut hier);
+        mmu.after_walk(va, asid, pfn, size, &pt, &mem.store, 0, &mut hier, &mut ());
     }
     assert_eq!(mmu.range_tlb().len(), 3);
     let hit = mmu
-        .side_lookup(VirtAddr(0x120 << 12), 3, 10_000, &mut hier)
+        .side_lookup(VirtAddr(0x120 << 12), 3, 10_000, &mut hier, &mut ())
         .unwrap();
     assert_eq!((hit.pfn, hit.size), (Pfn(0x5020), PageSize::Size4K));
     // Shoot down one page of pid 3's first range.
-    mmu.invalidate(Vpn(0x130), PageSize::Size4K, 3);
+    mmu.invalidate(Vpn(0x130), PageSize::Size4K, 3, &mut ());
     assert_eq!(mmu.range_tlb().len(), 2);
     assert!(mmu
-        .side_lookup(VirtAddr(0x120 << 12), 3, 10_000, &mut hier)
+        .side_lookup(VirtAddr(0x120 << 12), 3, 10_000, &mut hier, &mut ())
         .is_none());
     assert!(mmu
-        .side_lookup(VirtAddr(0x220 << 12), 3, 10_000, &mut hier)
+        .side_lookup(VirtAddr(0x220 << 12), 3, 10_000, &mut hier, &mut ())
         .is_some());
     assert!(mmu
-        .side_lookup(VirtAddr(0x120 << 12), 4, 10_000, &mut hier)
+        .side_lookup(VirtAddr(0x120 << 12), 4, 10_000, &mut hier, &mut ())
         .is_some());
     // A 2 MiB shootdown covering the second range drops it too; flush keeps the rest.
-    mmu.invalidate(Vpn(0x200), PageSize::Size2M, 3);
+    mmu.invalidate(Vpn(0x200), PageSize::Size2M, 3, &mut ());
     mmu.flush();
     assert_eq!(mmu.range_tlb().len(), 1);
     let stats = mmu.stats();

@@ -130,6 +130,7 @@ impl<S: Scheme> System<S> {
             now,
             &self.os,
             &mut self.mem,
+            &mut self.shared,
         )? {
             Outcome::Done(t) => t,
             // Unmapped after it ran: nothing to warm.

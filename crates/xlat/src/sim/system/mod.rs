@@ -15,7 +15,9 @@ use crate::addr::{PageSize, Vpn};
 use crate::core::Core;
 use crate::error::{Error, Result};
 use crate::mem::{Hierarchy, Level, MemKind};
-use crate::mmu::{FaultRequest, Found, Mmu, MmuSnapshot, Outcome, PageTables, Translation};
+use crate::mmu::{
+    FaultRequest, Found, Mmu, MmuScheme, MmuSnapshot, Outcome, PageTables, Translation,
+};
 use crate::os::{AddressSpaces, Os};
 use crate::pt::store::PtStore;
 use crate::pt::PtContext;
@@ -26,6 +28,9 @@ use crate::stats::{
 };
 use crate::trace::{Op, Record, RecordSource};
 use std::collections::VecDeque;
+
+/// The parts of scheme `S` its cores' MMUs share.
+pub type SharedOf<S> = <<S as Scheme>::Mmu as MmuScheme>::Shared;
 
 /// Records pulled from the source per batch.
 pub const BATCH: usize = 4096;
@@ -85,6 +90,8 @@ pub struct System<S: Scheme> {
     pub os: Os<TableOf<S>>,
     pub cores: Vec<CoreUnit<S>>,
     pub mem: Hierarchy,
+    /// The parts of the scheme every core's MMU shares (a POM-TLB).
+    pub shared: SharedOf<S>,
     source: Box<dyn RecordSource>,
     /// Instructions retired by all cores since boot.
     instructions: u64,
@@ -156,11 +163,12 @@ impl<S: Scheme> System<S> {
         let source = make_source(&mut os)?;
         let ctx = build_ctx(&cfg);
         let n = cfg.sim.cores as usize;
+        let shared = S::shared(&ctx, &mut os.buddy)?;
         let mut cores = Vec::with_capacity(n);
         for _ in 0..n {
             cores.push(CoreUnit {
                 core: Core::new(&cfg.core),
-                mmu: Mmu::new(&cfg.mmu, S::mmu(&ctx, &mut os.buddy)?),
+                mmu: Mmu::new(&cfg.mmu, S::mmu(&ctx)?),
                 queue: VecDeque::new(),
                 ran: Vec::new(),
                 base_instructions: 0,
@@ -170,6 +178,7 @@ impl<S: Scheme> System<S> {
         Ok(System {
             mem: Hierarchy::new(&cfg.cache, &cfg.dram, cfg.core.frequency_ghz, n),
             cores,
+            shared,
             os,
             source,
             instructions: 0,
@@ -206,14 +215,18 @@ impl<S: Scheme> System<S> {
         unit.core.non_memory(rec.instr_delta);
         let store = rec.op == Op::Store;
         let issue = unit.core.issue_memory(rec.dep, rec.core, store);
-        let t =
-            match unit
-                .mmu
-                .translate(rec.vaddr, rec.pid, rec.op, issue, &self.os, &mut self.mem)?
-            {
-                Outcome::Done(t) => t,
-                Outcome::Fault(f) => self.fault(c, f)?,
-            };
+        let t = match unit.mmu.translate(
+            rec.vaddr,
+            rec.pid,
+            rec.op,
+            issue,
+            &self.os,
+            &mut self.mem,
+            &mut self.shared,
+        )? {
+            Outcome::Done(t) => t,
+            Outcome::Fault(f) => self.fault(c, f)?,
+        };
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
         }
@@ -245,9 +258,14 @@ impl<S: Scheme> System<S> {
         }
         let unit = &mut self.cores[c];
         let older_retired = unit.core.older_retired();
-        let t = unit
-            .mmu
-            .finish_fault(f, older_retired, fault_cycles, &self.os, &mut self.mem)?;
+        let t = unit.mmu.finish_fault(
+            f,
+            older_retired,
+            fault_cycles,
+            &self.os,
+            &mut self.mem,
+            &mut self.shared,
+        )?;
         if let Found::Fault { resume } = t.found {
             unit.core.refetch_from(resume);
         }
@@ -262,9 +280,9 @@ impl<S: Scheme> System<S> {
         let mut remote = 0;
         for (i, unit) in self.cores.iter_mut().enumerate() {
             if i == initiator {
-                unit.mmu.shootdown(pid, pages);
+                unit.mmu.shootdown(pid, pages, &mut self.shared);
             } else if unit.has_run(pid) {
-                unit.mmu.shootdown(pid, pages);
+                unit.mmu.shootdown(pid, pages, &mut self.shared);
                 if !self.fast_forwarding {
                     unit.core.interrupt(cost);
                 }
@@ -311,6 +329,7 @@ impl<S: Scheme> System<S> {
             unit.core.reset_stats();
             unit.mmu.reset_stats();
         }
+        S::Mmu::reset_shared_stats(&mut self.shared);
         self.mem.reset_stats();
         self.os.stats = Default::default();
         self.ipi = IpiCounters::default();
@@ -331,6 +350,7 @@ impl<S: Scheme> System<S> {
         for unit in &self.cores[1..] {
             total.merge(&unit.mmu.snapshot());
         }
+        total.scheme.extend(S::Mmu::shared_stats(&self.shared));
         total
     }
 
