@@ -429,19 +429,17 @@ impl<S: MmuScheme> Mmu<S> {
         let (found, end) = self.walk_once(va, asid, table, tables.store(), start, mem);
         match found {
             Some((pfn, size)) => {
-                self.walker_free_at[slot] = end;
-                self.scheme.after_walk(
+                self.walk_found(
+                    slot,
                     va,
                     asid,
-                    pfn,
-                    size,
-                    table,
-                    tables.store(),
+                    op,
+                    (pfn, size),
+                    (table, tables.store()),
                     end,
                     mem,
                     shared,
                 );
-                self.fill(va, asid, op, pfn, size);
                 Ok(Outcome::Done(Translation {
                     paddr: translate(va, pfn, size),
                     size,
@@ -482,6 +480,28 @@ impl<S: MmuScheme> Mmu<S> {
         (found, start + lat)
     }
 
+    /// A walk on walker `slot` found `(pfn, size)` for `va` in `table`, ending at cycle `end`:
+    /// the walker is free again, the scheme fills its own structures, and the L2 and L1 TLBs
+    /// take the translation.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_found(
+        &mut self,
+        slot: usize,
+        va: VirtAddr,
+        asid: u16,
+        op: Op,
+        (pfn, size): (Pfn, PageSize),
+        (table, store): (&S::Table, &PtStore),
+        end: u64,
+        mem: &mut Hierarchy,
+        shared: &mut S::Shared,
+    ) {
+        self.walker_free_at[slot] = end;
+        self.scheme
+            .after_walk(va, asid, pfn, size, table, store, end, mem, shared);
+        self.fill(va, asid, op, pfn, size);
+    }
+
     fn fill(&mut self, va: VirtAddr, asid: u16, op: Op, pfn: Pfn, size: PageSize) {
         self.l2.fill(va, asid, pfn, size);
         self.l1_of(op).fill(va, asid, pfn, size);
@@ -520,19 +540,17 @@ impl<S: MmuScheme> Mmu<S> {
         let table = tables.table(f.pid)?;
         let (found, end) = self.walk_once(f.va, asid, table, tables.store(), resume, mem);
         let (pfn, size) = found.ok_or_else(fail)?;
-        self.walker_free_at[f.slot] = end;
-        self.scheme.after_walk(
+        self.walk_found(
+            f.slot,
             f.va,
             asid,
-            pfn,
-            size,
-            table,
-            tables.store(),
+            f.op,
+            (pfn, size),
+            (table, tables.store()),
             end,
             mem,
             shared,
         );
-        self.fill(f.va, asid, f.op, pfn, size);
         Ok(Translation {
             paddr: translate(f.va, pfn, size),
             size,
