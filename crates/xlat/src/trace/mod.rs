@@ -78,13 +78,14 @@ pub struct Record {
 }
 
 impl Record {
-    /// This memory operand belongs to the same instruction as the previous record of its
-    /// stream (the one before it with the same `core`): an instruction with several memory
+    /// This memory operand belongs to the same instruction as the record directly before
+    /// it, which is of the same stream (same `core`): an instruction with several memory
     /// operands (a load and a store, a gather) is one record per operand, the first without
     /// this bit and the others with it. The core model dispatches the instruction once; each
     /// operand still takes its own load- or store-queue entry, translation and data access.
     /// Honoured only with `instr_delta == 0` (non-memory instructions cannot come between
-    /// the operands of one instruction): a record with both starts an instruction of its own.
+    /// the operands of one instruction) and after a record of the same stream: otherwise the
+    /// record starts an instruction of its own.
     pub const SAME_INSTRUCTION: u8 = 1 << 0;
     /// The first record of a multi-threaded program's merged stream after a barrier opened:
     /// every record before it in the stream precedes the barrier, and a multi-core system
