@@ -200,6 +200,29 @@ def test_multi_threaded_gups_on_four_cores_verifies(run_cli) -> None:
     assert all(n > 0 for n in _per_core_instructions(stats)), _per_core_instructions(stats)
 
 
+def test_multi_threaded_bfs_meets_at_barriers(run_cli) -> None:
+    # Each BFS level ends at a barrier: the cores whose threads finish a level early wait
+    # there for the slowest one.
+    stats = json.loads(
+        _ok(
+            run_cli(
+                "run", "-c", "baseline-radix", "-w", "bfs", "--cores", "4", "--verify", "--json"
+            )
+        )
+    )
+    assert stats["system"]["barriers"] > 0
+    assert stats["system"]["barrier_wait_cycles"] > 0
+    waits = [c["core"]["barrier_wait_cycles"] for c in stats["cores"]]
+    assert sum(waits) == stats["system"]["barrier_wait_cycles"]
+    assert stats["verify"]["translations_checked"] > 0
+
+
+def test_mix_meets_at_no_barriers(run_cli) -> None:
+    args = ["run", "-c", "baseline-radix", *MIX_OF_FOUR, "--cores", "4", "--json"]
+    stats = json.loads(_ok(run_cli(*args)))
+    assert (stats["system"]["barriers"], stats["system"]["barrier_wait_cycles"]) == (0, 0)
+
+
 def test_bench_on_two_cores(run_cli) -> None:
     out = _ok(run_cli("bench", "--refs", "100000", "-w", "gups", "--cores", "2"))
     assert "2 cores" in out and "refs/s" in out

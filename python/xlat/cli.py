@@ -594,8 +594,18 @@ def _format_inspect(s: dict) -> str:
     """The engine's trace summary (``xlat::trace::TraceSummary``) as an aligned table."""
     mib = s["footprint_bytes"] / 2**20
     lines = [f"{'format':<24}{s['format']:>16}"]
-    for key in ("records", "loads", "stores", "ifetches", "instructions", "dependent"):
-        lines.append(f"{key:<24}{s[key]:>16,}")
+    rows = (
+        ("records", "records"),
+        ("loads", "loads"),
+        ("stores", "stores"),
+        ("ifetches", "ifetches"),
+        ("instructions", "instructions"),
+        ("memory operands", "memory_operands"),
+        ("multi-operand instrs", "multi_operand_instructions"),
+        ("dependent", "dependent"),
+    )
+    for label, key in rows:
+        lines.append(f"{label:<24}{s[key]:>16,}")
     lines.append(f"{'footprint':<24}{mib:>12,.1f} MiB")
     lines.append(f"{'unique 4 KiB pages':<24}{s['unique_pages_4k']:>16,}")
     lines.append(f"{'unique 2 MiB pages':<24}{s['unique_pages_2m']:>16,}")

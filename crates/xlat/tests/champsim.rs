@@ -93,6 +93,7 @@ fn records(n: usize) -> Vec<Record> {
                 pid: 0,
                 instr_delta: (r >> 40) as u32 % 4,
                 dep: 0,
+                flags: 0,
             }
         })
         .collect()
@@ -171,6 +172,7 @@ fn random_loads(n: usize) -> Vec<Record> {
             pid: 0,
             instr_delta: 1,
             dep: 0,
+            flags: 0,
         })
         .collect()
 }
@@ -196,4 +198,55 @@ fn champsim_bounds_bind_on_independent_misses() {
     assert!(waits(&bounded) > 1000, "{}", waits(&bounded));
     assert_eq!(waits(&unbounded), 0);
     assert!(cycles(&bounded) > cycles(&unbounded));
+}
+
+/// An instruction with several memory operands counts once, in the engine as in `inspect`:
+/// a ChampSim trace of 1,000 memory instructions, a quarter of them a load and a store (as
+/// `add [mem], reg` is) and some with two loads, and 300 without memory operands, is 1,300
+/// instructions of 1,000 + 250 + 100 memory operands.
+#[test]
+fn instructions_with_several_operands_count_once() {
+    use xlat::trace::champsim::{Instr, INSTR_BYTES};
+    let base = 0x6600_0000_0000u64;
+    let mut bytes = Vec::with_capacity(1300 * INSTR_BYTES);
+    for i in 0..1000u64 {
+        let a = base + (i * 7 % 512) * 4096 + i % 64 * 8;
+        let mut ins = Instr {
+            ip: 0x40_0000 + 4 * i,
+            source_memory: [a, 0, 0, 0],
+            ..Instr::default()
+        };
+        if i % 4 == 0 {
+            ins.destination_memory[0] = a;
+        }
+        if i % 10 == 5 {
+            ins.source_memory[1] = a + 4096;
+        }
+        bytes.extend_from_slice(&ins.encode());
+        if i % 10 < 3 {
+            let plain = Instr {
+                ip: 0x50_0000 + 4 * i,
+                ..Instr::default()
+            };
+            bytes.extend_from_slice(&plain.encode());
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("operands.champsimtrace");
+    std::fs::write(&path, &bytes).unwrap();
+
+    let summary = xlat::trace::inspect(&path).unwrap();
+    assert_eq!(summary.records, 1350);
+    assert_eq!(summary.memory_operands, 1350);
+    assert_eq!((summary.loads, summary.stores), (1100, 250));
+    assert_eq!(summary.instructions, 1300);
+    assert_eq!(summary.multi_operand_instructions, 250 + 100);
+
+    let s = run(&path, &["sim.verify=true"]);
+    assert_eq!(s["core"]["instructions"].as_u64().unwrap(), 1300);
+    assert_eq!(s["core"]["memory_refs"].as_u64().unwrap(), 1350);
+    assert_eq!(s["core"]["stores"].as_u64().unwrap(), 250);
+    // Every operand is translated on its own.
+    assert_eq!(s["mmu"]["l1tlb"]["accesses"].as_u64().unwrap(), 1350);
+    assert_eq!(s["verify"]["translations_checked"].as_u64().unwrap(), 1350);
 }

@@ -28,6 +28,8 @@ const ADDED_SINCE_RECORDED: &[&str] = &[
     // Hashed page tables' rehash work charged to faults (0 for every other organisation; its
     // effect on hashed runs shows in their cycles).
     "os.faults.pt_rehash_cycles=",
+    // Cycles cores waited at barriers (multi-core runs only: 0 here).
+    "core.barrier_wait_cycles=",
 ];
 
 fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {

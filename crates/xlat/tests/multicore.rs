@@ -167,3 +167,83 @@ fn core_count_is_validated() {
         assert!(e.contains("sim.cores"), "{bad}: {e}");
     }
 }
+
+/// Two threads of one process: thread 0 chases 300 pointers before a barrier, thread 1 makes
+/// 3 independent loads; after it each makes 5 more. `flag`: the first record after the
+/// barrier says so.
+fn barrier_phases(va: VirtAddr, flag: bool, after: bool) -> Vec<Record> {
+    let mut recs: Vec<Record> = (0..300)
+        .map(|p| Record {
+            dep: u32::from(p > 0),
+            ..rec(va, p * 7 % 1024, 0)
+        })
+        .collect();
+    recs.extend((0..3).map(|p| rec(va, 2000 + p, 1)));
+    if after {
+        let first = recs.len();
+        recs.extend((0..5).map(|p| rec(va, 3000 + p, 1)));
+        recs.extend((0..5).map(|p| rec(va, 3100 + p, 0)));
+        if flag {
+            recs[first].flags = Record::AFTER_BARRIER;
+        }
+    }
+    recs
+}
+
+fn per_core(stats: &Stats, key: &str) -> Vec<u64> {
+    json(stats)["cores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["core"][key].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn threads_meet_at_a_barrier() {
+    // Where each core stands when every record before the barrier has run.
+    let before = run(system(2, 4096, |va| barrier_phases(va, true, false)));
+    let c = per_core(&before, "cycles");
+    assert!(c[0] > 10 * c[1], "thread 0 has far more to do: {c:?}");
+
+    let stats = run(system(2, 4096, |va| barrier_phases(va, true, true)));
+    let j = json(&stats);
+    assert_eq!(j["system"]["barriers"], 1);
+    // Core 1 idles from the end of its own work until core 0's has retired.
+    assert_eq!(j["system"]["barrier_wait_cycles"], c[0] - c[1]);
+    let waits: Vec<u64> = j["cores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|core| core["core"]["barrier_wait_cycles"].as_u64().unwrap())
+        .collect();
+    assert_eq!(waits, [0, c[0] - c[1]]);
+    assert_eq!(j["core"]["barrier_wait_cycles"], c[0] - c[1]);
+    // So its records after the barrier start after core 0's work before it: it ends later
+    // than core 0 did at the barrier, by at least its 5 loads' dispatch.
+    let after = per_core(&stats, "cycles");
+    assert!(after[1] > c[0], "{after:?} {c:?}");
+    assert_eq!(
+        per_core(&stats, "instructions"),
+        [(300 + 5) * 4, (3 + 5) * 4]
+    );
+
+    // Deterministic.
+    let again = run(system(2, 4096, |va| barrier_phases(va, true, true)));
+    assert_eq!(stats.to_json(), again.to_json());
+
+    // Without the flag nobody waits: core 1 runs its later loads right after its first.
+    let free = run(system(2, 4096, |va| barrier_phases(va, false, true)));
+    let j = json(&free);
+    assert_eq!(j["system"]["barriers"], 0);
+    assert_eq!(j["system"]["barrier_wait_cycles"], 0);
+    assert!(per_core(&free, "cycles")[1] < c[0]);
+}
+
+#[test]
+fn one_core_ignores_barriers() {
+    let flagged = run(system(1, 4096, |va| barrier_phases(va, true, true)));
+    let plain = run(system(1, 4096, |va| barrier_phases(va, false, true)));
+    assert_eq!(flagged.to_json(), plain.to_json());
+    assert_eq!(json(&flagged)["system"]["barriers"], 0);
+}

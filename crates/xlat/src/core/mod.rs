@@ -7,6 +7,12 @@
 //! in order. Non-memory instructions take one cycle and are accounted in bulk, so the cost per
 //! record is O(1) amortised, while overlapping independent misses (memory-level parallelism) and
 //! serialising dependent ones (pointer chasing) both fall out.
+//!
+//! An instruction with several memory operands is one record per operand, the later ones
+//! flagged [`Record::SAME_INSTRUCTION`](crate::trace::Record::SAME_INSTRUCTION): such an operand
+//! takes no dispatch slot and no ROB entry of its own, but its own load- or store-queue entry
+//! (a full queue holds the instruction, and the ones behind it, until one frees), and the
+//! instruction retires when its last operand completes.
 
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -120,6 +126,9 @@ pub struct Core {
     dispatch_cycle: u64,
     dispatch_slots_used: u64,
     last_retire: u64,
+    /// The instruction dispatched last is a memory instruction (a further operand may join
+    /// it); false at the start and after non-memory instructions.
+    last_was_memory: bool,
     /// Memory instructions still possibly inside the ROB window: (instruction index, retire).
     window: VecDeque<(u64, u64)>,
     /// Dependence history of the stream running now, and of the others, by stream number
@@ -144,6 +153,9 @@ pub struct CoreStats {
     pub lq_stall_cycles: u64,
     /// Cycles dispatch stalled because the store queue was full.
     pub sq_stall_cycles: u64,
+    /// Cycles the core waited at barriers for the other threads of its program, after its
+    /// own work before the barrier had retired.
+    pub barrier_wait_cycles: u64,
 }
 
 impl CoreStats {
@@ -155,6 +167,7 @@ impl CoreStats {
         self.dep_wait_cycles += o.dep_wait_cycles;
         self.lq_stall_cycles += o.lq_stall_cycles;
         self.sq_stall_cycles += o.sq_stall_cycles;
+        self.barrier_wait_cycles += o.barrier_wait_cycles;
     }
 }
 
@@ -173,6 +186,7 @@ impl Core {
             dispatch_cycle: 0,
             dispatch_slots_used: 0,
             last_retire: 0,
+            last_was_memory: false,
             window: VecDeque::with_capacity(rob as usize + 1),
             deps: DepHistory::new(),
             stream: 0,
@@ -203,6 +217,17 @@ impl Core {
     pub fn interrupt(&mut self, cycles: u64) {
         let resume = self.dispatch_cycle.max(self.last_retire) + cycles;
         self.refetch_from(resume);
+    }
+
+    /// The core waits at a barrier until `cycle`: once everything it dispatched has retired,
+    /// nothing dispatches before then. Returns the cycles it waited (0 if it arrives later).
+    pub fn wait_until(&mut self, cycle: u64) -> u64 {
+        let wait = cycle.saturating_sub(self.cycles());
+        if wait > 0 {
+            self.refetch_from(cycle);
+            self.stats.barrier_wait_cycles += wait;
+        }
+        wait
     }
 
     pub fn older_retired(&self) -> u64 {
@@ -268,6 +293,7 @@ impl Core {
     #[inline]
     pub fn non_memory(&mut self, n: u32) {
         if n > 0 {
+            self.last_was_memory = false;
             let d = self.dispatch(n as u64);
             self.last_retire = self.last_retire.max(d + 1);
         }
@@ -277,9 +303,21 @@ impl Core {
     /// `stream` that depends on the record `dep` positions back in that stream (0 = none).
     /// It needs a free load- (store-) queue entry besides its ROB entry. Returns the cycle
     /// its address is ready (when translation starts).
+    ///
+    /// With `joins` (the record's [`Record::joins_previous`](crate::trace::Record::joins_previous)),
+    /// this is a further operand of the instruction dispatched last instead: no dispatch slot
+    /// or ROB entry, only the queue entry; its address is ready when the instruction
+    /// dispatched (or its dependence completes). The instruction dispatched last must be a
+    /// memory instruction of the same stream (the record before this one on this core);
+    /// otherwise the operand is an instruction of its own.
     #[inline(always)]
-    pub fn issue_memory(&mut self, dep: u32, stream: u8, is_store: bool) -> u64 {
-        let mut d = self.dispatch(1);
+    pub fn issue_memory(&mut self, dep: u32, stream: u8, is_store: bool, joins: bool) -> u64 {
+        let mut d = if joins && stream == self.stream && self.last_was_memory {
+            self.dispatch_cycle
+        } else {
+            self.dispatch(1)
+        };
+        self.last_was_memory = true;
         let free = if is_store {
             self.sq.free_at()
         } else {
@@ -387,7 +425,7 @@ mod tests {
     fn independent(c: &mut Core, n: u64, gap: u32, latency: u64, stores: bool) -> u64 {
         for _ in 0..n {
             c.non_memory(gap);
-            let t = c.issue_memory(0, 0, stores);
+            let t = c.issue_memory(0, 0, stores, false);
             c.complete_memory(t + latency, stores);
         }
         c.cycles()
@@ -426,6 +464,90 @@ mod tests {
         }
     }
 
+    /// A further operand of an instruction takes no dispatch slot and no ROB entry: loads
+    /// of two operands each dispatch at the rate of one-operand ones, and the instruction
+    /// retires with its slower operand.
+    #[test]
+    fn further_operands_take_no_dispatch_slot() {
+        // 8 instructions on a 2-wide core: 4 dispatch cycles, whatever their operands.
+        let mut one = core(2, 224, CoreModel::Ooo);
+        let mut two = core(2, 224, CoreModel::Ooo);
+        let mut flat = core(2, 224, CoreModel::Ooo);
+        let mut issued = Vec::new();
+        for _ in 0..8 {
+            let t = one.issue_memory(0, 0, false, false);
+            one.complete_memory(t + 10, false);
+            let t = two.issue_memory(0, 0, false, false);
+            two.complete_memory(t + 10, false);
+            let u = two.issue_memory(0, 0, true, true);
+            issued.push((t, u));
+            two.complete_memory(u + 30, true);
+            // The same operands as instructions of their own.
+            let t = flat.issue_memory(0, 0, false, false);
+            flat.complete_memory(t + 10, false);
+            let t = flat.issue_memory(0, 0, true, false);
+            flat.complete_memory(t + 30, true);
+        }
+        assert_eq!(two.instructions(), 8);
+        assert_eq!(flat.instructions(), 16);
+        // Both operands of an instruction are issued at its dispatch cycle.
+        assert!(issued.iter().all(|&(t, u)| t == u), "{issued:?}");
+        assert_eq!(issued.last().unwrap().0, 3);
+        assert_eq!(one.now(), 3);
+        assert_eq!(two.now(), 3);
+        assert_eq!(flat.now(), 7);
+        // Retirement waits for the store (30 cycles) of the last instruction.
+        assert_eq!(two.cycles(), 3 + 30);
+        assert_eq!((two.stats.loads, two.stats.stores), (8, 8));
+
+        // A ROB of 4 (and queues that do not bind): the fifth instruction waits for the
+        // first to retire, its second load too.
+        let mut c = queues(4, 4, 64, 64, CoreModel::Ooo);
+        for i in 0..5 {
+            let t = c.issue_memory(0, 0, false, false);
+            c.complete_memory(t + 5, false);
+            let u = c.issue_memory(0, 0, false, true);
+            c.complete_memory(u + 100, false);
+            if i == 4 {
+                assert_eq!((t, u), (100, 100));
+            }
+        }
+        assert_eq!(c.stats.rob_stall_cycles, 99);
+    }
+
+    /// An operand whose instruction is not the one dispatched last (after non-memory
+    /// instructions, another stream's record, or at the start) dispatches on its own.
+    #[test]
+    fn operands_join_only_the_memory_instruction_just_dispatched() {
+        let mut c = core(4, 224, CoreModel::Ooo);
+        c.issue_memory(0, 0, false, true);
+        assert_eq!(c.instructions(), 1);
+        c.complete_memory(5, false);
+        c.non_memory(1);
+        c.issue_memory(0, 0, false, true);
+        c.complete_memory(5, false);
+        assert_eq!(c.instructions(), 3);
+        c.issue_memory(0, 1, false, true);
+        c.complete_memory(5, false);
+        assert_eq!(c.instructions(), 4);
+        c.issue_memory(0, 1, false, true);
+        c.complete_memory(5, false);
+        assert_eq!(c.instructions(), 4);
+    }
+
+    #[test]
+    fn waiting_at_a_barrier() {
+        let mut c = core(4, 224, CoreModel::Ooo);
+        let t = c.issue_memory(0, 0, false, false);
+        c.complete_memory(t + 50, false);
+        assert_eq!(c.cycles(), 50);
+        assert_eq!(c.wait_until(30), 0, "arrived after the others");
+        assert_eq!(c.wait_until(80), 30);
+        assert_eq!(c.now(), 80);
+        assert_eq!(c.stats.barrier_wait_cycles, 30);
+        assert_eq!(c.issue_memory(0, 0, false, false), 80);
+    }
+
     #[test]
     fn width_bounds_throughput() {
         let mut c = core(4, 224, CoreModel::Ooo);
@@ -437,12 +559,12 @@ mod tests {
     fn independent_misses_overlap_dependent_ones_do_not() {
         let mut ooo = core(4, 224, CoreModel::Ooo);
         for _ in 0..100 {
-            let t = ooo.issue_memory(0, 0, false);
+            let t = ooo.issue_memory(0, 0, false, false);
             ooo.complete_memory(t + 200, false);
         }
         let mut chase = core(4, 224, CoreModel::Ooo);
         for _ in 0..100 {
-            let t = chase.issue_memory(1, 0, false);
+            let t = chase.issue_memory(1, 0, false, false);
             chase.complete_memory(t + 200, false);
         }
         assert!(ooo.cycles() < 300, "{}", ooo.cycles());
@@ -455,7 +577,7 @@ mod tests {
             let mut c = core(4, rob, model);
             for _ in 0..64 {
                 c.non_memory(3);
-                let t = c.issue_memory(0, 0, false);
+                let t = c.issue_memory(0, 0, false, false);
                 c.complete_memory(t + 100, false);
             }
             c.cycles()

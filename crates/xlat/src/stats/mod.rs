@@ -106,6 +106,10 @@ pub struct SystemSnapshot {
     pub shootdowns_remote: u64,
     pub shootdown_ipis: u64,
     pub shootdown_ipi_cycles: u64,
+    /// Barriers of multi-threaded programs the cores met at, and the cycles cores waited
+    /// there for the slowest thread (docs/architecture.md, "multi-core stepping").
+    pub barriers: u64,
+    pub barrier_wait_cycles: u64,
 }
 
 /// One core's entry of `cores[i]`: its core model, its MMU, its private caches.

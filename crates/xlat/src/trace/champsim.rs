@@ -18,7 +18,8 @@
 //! Each non-zero source memory operand becomes a load, then each non-zero destination memory
 //! operand a store, in operand order. An instruction without memory operands adds one to the
 //! `instr_delta` of the next record; the first record of an instruction carries the pending
-//! delta, its other records 0. ChampSim carries no access size: records get
+//! delta, its other records 0 and [`Record::SAME_INSTRUCTION`], so an instruction with several
+//! memory operands still counts as one. ChampSim carries no access size: records get
 //! [`ACCESS_BYTES`]. There is one thread of one process: `pid` and `core` are 0.
 //!
 //! # Dependences
@@ -36,7 +37,12 @@
 //! The writer emits one instruction per record and encodes `dep` back through registers: the
 //! k-th load writes register `DEP_REGISTERS[k % len]` and a dependent load reads its producer's
 //! register, so the reader recovers exactly the distance as long as the producer is a load at
-//! most `DEP_REGISTERS.len()` loads back (other dependences are dropped).
+//! most `DEP_REGISTERS.len()` loads back (other dependences are dropped). A record that joins
+//! the previous one's instruction ([`Record::joins_previous`]) becomes another memory operand
+//! of that instruction when the reader would give it back alike: loads before stores, at most
+//! four loads and two stores, and a load depending on the same producer as the instruction's
+//! first load (the operands share the source registers). The register of such an instruction
+//! holds its last load, so a later dependence on one of its earlier loads is dropped.
 
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
@@ -153,6 +159,11 @@ impl InstrMapper {
             if op == Op::Load {
                 derived = index + 1;
             }
+            let flags = if out.len() > before {
+                Record::SAME_INSTRUCTION
+            } else {
+                0
+            };
             out.push_back(Record {
                 vaddr: VirtAddr(addr),
                 op,
@@ -161,6 +172,7 @@ impl InstrMapper {
                 pid: 0,
                 instr_delta: std::mem::take(delta),
                 dep,
+                flags,
             });
             self.records += 1;
         };
@@ -330,6 +342,15 @@ pub struct ChampSimWriter {
     registers: Vec<u8>,
     /// `(record index, load number)` of the last `registers.len()` loads, oldest first.
     recent_loads: VecDeque<(u64, u64)>,
+    /// The memory instruction written last, held back while further operands may join it.
+    pending: Option<Pending>,
+}
+
+/// A memory instruction of the writer not written out yet.
+struct Pending {
+    ins: Instr,
+    loads: usize,
+    stores: usize,
 }
 
 impl ChampSimWriter {
@@ -344,7 +365,56 @@ impl ChampSimWriter {
             loads: 0,
             recent_loads: VecDeque::with_capacity(registers.len()),
             registers,
+            pending: None,
         })
+    }
+
+    /// Writes out the held-back instruction, if any.
+    fn flush(&mut self) -> Result<()> {
+        match self.pending.take() {
+            Some(p) => self.emit(&p.ins),
+            None => Ok(()),
+        }
+    }
+
+    /// The register a load at record `index` depending `dep` records back reads (0: none).
+    fn source_register(&self, index: u64, dep: u32) -> u8 {
+        if dep > 0 && u64::from(dep) <= index {
+            self.register_of_load(index - u64::from(dep)).unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// Adds `r` (record `index`) to the held-back instruction if the reader would give it
+    /// back as that instruction's next operand; says whether it did.
+    fn join(&mut self, r: &Record, index: u64) -> bool {
+        let source = match r.op {
+            Op::Load => self.source_register(index, r.dep),
+            _ => 0,
+        };
+        let Some(p) = self.pending.as_mut() else {
+            return false;
+        };
+        match r.op {
+            Op::Load if p.stores == 0 && p.loads < 4 && p.ins.source_registers[0] == source => {
+                p.ins.source_memory[p.loads] = r.vaddr.0;
+                p.loads += 1;
+                // The instruction's register now holds this load's value.
+                let last = self
+                    .recent_loads
+                    .back_mut()
+                    .expect("the instruction has a load");
+                last.0 = index;
+                true
+            }
+            Op::Store if p.stores < 2 => {
+                p.ins.destination_memory[p.stores] = r.vaddr.0;
+                p.stores += 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     fn emit(&mut self, ins: &Instr) -> Result<()> {
@@ -390,6 +460,11 @@ impl ChampSimWriter {
                 ),
             ));
         }
+        if r.joins_previous() && r.op != Op::Ifetch && self.join(r, index) {
+            self.records += 1;
+            return Ok(());
+        }
+        self.flush()?;
         for _ in 0..r.instr_delta {
             let ip = self.step_ip();
             self.emit(&Instr {
@@ -398,20 +473,19 @@ impl ChampSimWriter {
             })?;
         }
         let mut ins = Instr::default();
+        let (mut loads, mut stores) = (0, 0);
         match r.op {
             Op::Ifetch => ins.ip = r.vaddr.0,
             Op::Store => {
                 ins.ip = self.step_ip();
                 ins.destination_memory[0] = r.vaddr.0;
+                stores = 1;
             }
             Op::Load => {
                 ins.ip = self.step_ip();
                 ins.source_memory[0] = r.vaddr.0;
-                if r.dep > 0 && u64::from(r.dep) <= index {
-                    if let Some(reg) = self.register_of_load(index - u64::from(r.dep)) {
-                        ins.source_registers[0] = reg;
-                    }
-                }
+                ins.source_registers[0] = self.source_register(index, r.dep);
+                loads = 1;
                 let n = self.registers.len() as u64;
                 ins.destination_registers[0] = self.registers[(self.loads % n) as usize];
                 if self.recent_loads.len() == self.registers.len() {
@@ -421,7 +495,11 @@ impl ChampSimWriter {
                 self.loads += 1;
             }
         }
-        self.emit(&ins)?;
+        if r.op == Op::Ifetch {
+            self.emit(&ins)?;
+        } else {
+            self.pending = Some(Pending { ins, loads, stores });
+        }
         self.records += 1;
         Ok(())
     }
@@ -432,7 +510,8 @@ impl ChampSimWriter {
     }
 
     /// Ends the (compressed) stream; returns the record count.
-    pub fn finish(self) -> Result<u64> {
+    pub fn finish(mut self) -> Result<u64> {
+        self.flush()?;
         self.out
             .finish()
             .map_err(|e| Error::file(&self.path, format!("cannot write trace: {e}")))?;
@@ -472,6 +551,15 @@ mod tests {
             pid: 0,
             instr_delta,
             dep,
+            flags: 0,
+        }
+    }
+
+    /// `r` as a further operand of the instruction before it.
+    fn joined(r: Record) -> Record {
+        Record {
+            flags: Record::SAME_INSTRUCTION,
+            ..r
         }
     }
 
@@ -573,15 +661,74 @@ mod tests {
             read_all(&p).unwrap(),
             vec![
                 rec(Op::Load, 0xa000, 2, 0),
-                rec(Op::Load, 0xb000, 0, 0),
-                rec(Op::Store, 0xc000, 0, 0),
+                joined(rec(Op::Load, 0xb000, 0, 0)),
+                joined(rec(Op::Store, 0xc000, 0, 0)),
                 rec(Op::Load, 0xd000, 1, 2),
                 rec(Op::Load, 0xe000, 0, 0),
                 rec(Op::Load, 0xf000, 1, 0),
                 rec(Op::Load, 0x1_0000, 0, 3),
-                rec(Op::Store, 0x2_0000, 0, 0),
+                joined(rec(Op::Store, 0x2_0000, 0, 0)),
             ]
         );
+        // Written back, the operands share their instructions again.
+        let q = dir.path().join("u.champsim");
+        let recs = read_all(&p).unwrap();
+        write_records(&q, &recs, Compression::None);
+        assert_eq!(read_all(&q).unwrap(), recs);
+        assert_eq!(
+            std::fs::metadata(&q).unwrap().len(),
+            10 * INSTR_BYTES as u64 - 64
+        );
+    }
+
+    /// Operands join the instruction before them as far as one ChampSim instruction holds
+    /// them and the reader gives them back alike; the rest start instructions of their own.
+    #[test]
+    fn writer_joins_operands_an_instruction_can_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.champsim");
+        let recs = vec![
+            rec(Op::Load, 0x1000, 0, 0),
+            joined(rec(Op::Load, 0x2000, 0, 0)),
+            joined(rec(Op::Load, 0x3000, 0, 0)),
+            joined(rec(Op::Load, 0x4000, 0, 0)),
+            // A fifth load does not fit.
+            joined(rec(Op::Load, 0x5000, 0, 0)),
+            joined(rec(Op::Store, 0x6000, 0, 0)),
+            joined(rec(Op::Store, 0x7000, 0, 0)),
+            // Nor a third store, nor a load after a store.
+            joined(rec(Op::Store, 0x8000, 0, 0)),
+            joined(rec(Op::Load, 0x9000, 0, 0)),
+            // Depends on 0x9000 but joins an instruction whose first load has no producer.
+            joined(rec(Op::Load, 0xa000, 0, 1)),
+            // With non-memory instructions before it, the flag means nothing.
+            joined(rec(Op::Store, 0xb000, 2, 0)),
+        ];
+        assert_eq!(write_records(&p, &recs, Compression::None), 11);
+        let instrs: Vec<Instr> = std::fs::read(&p)
+            .unwrap()
+            .chunks_exact(INSTR_BYTES)
+            .map(|c| Instr::decode(c.try_into().unwrap()))
+            .collect();
+        let mem = |i: &Instr| (i.source_memory, i.destination_memory);
+        assert_eq!(
+            instrs.iter().map(mem).collect::<Vec<_>>(),
+            vec![
+                ([0x1000, 0x2000, 0x3000, 0x4000], [0, 0]),
+                ([0x5000, 0, 0, 0], [0x6000, 0x7000]),
+                ([0, 0, 0, 0], [0x8000, 0]),
+                ([0x9000, 0, 0, 0], [0, 0]),
+                ([0xa000, 0, 0, 0], [0, 0]),
+                ([0, 0, 0, 0], [0, 0]),
+                ([0, 0, 0, 0], [0, 0]),
+                ([0, 0, 0, 0], [0xb000, 0]),
+            ]
+        );
+        let mut want = recs.clone();
+        for i in [4, 7, 8, 9, 10] {
+            want[i].flags = 0;
+        }
+        assert_eq!(read_all(&p).unwrap(), want);
     }
 
     /// Records whose dependences all point at a load at most `window` loads back.

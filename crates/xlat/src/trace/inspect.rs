@@ -148,8 +148,16 @@ pub struct TraceSummary {
     pub loads: u64,
     pub stores: u64,
     pub ifetches: u64,
-    /// Instructions as the simulator counts them: one per record plus every `instr_delta`.
+    /// Instructions as the simulator counts them: one per record that starts an instruction
+    /// (every record but the further memory operands of one, [`Record::joins_previous`]
+    /// right after a record of the same stream) plus every `instr_delta`.
+    ///
+    /// [`Record::joins_previous`]: crate::trace::Record::joins_previous
     pub instructions: u64,
+    /// Memory operands: the loads and stores (several may belong to one instruction).
+    pub memory_operands: u64,
+    /// Instructions with more than one memory operand.
+    pub multi_operand_instructions: u64,
     /// Records with a non-zero `dep` (load-to-load dependences).
     pub dependent: u64,
     /// Unique 4 KiB pages × 4 KiB.
@@ -172,6 +180,9 @@ pub struct Summarizer {
     huge_pages: FxHashSet<PageKey>,
     reuse: ReuseTracker,
     buckets: Vec<u64>,
+    /// The stream (`core`) of the previous record and whether its instruction has been
+    /// counted among the multi-operand ones.
+    previous: Option<(u8, bool)>,
 }
 
 impl Summarizer {
@@ -184,6 +195,8 @@ impl Summarizer {
                 stores: 0,
                 ifetches: 0,
                 instructions: 0,
+                memory_operands: 0,
+                multi_operand_instructions: 0,
                 dependent: 0,
                 footprint_bytes: 0,
                 unique_pages_4k: 0,
@@ -196,6 +209,7 @@ impl Summarizer {
             huge_pages: FxHashSet::default(),
             reuse,
             buckets: Vec::new(),
+            previous: None,
         }
     }
 
@@ -207,7 +221,19 @@ impl Summarizer {
             Op::Store => s.stores += 1,
             Op::Ifetch => s.ifetches += 1,
         }
-        s.instructions += 1 + u64::from(r.instr_delta);
+        s.memory_operands += u64::from(r.op != Op::Ifetch);
+        let joins = match self.previous {
+            Some((core, counted)) if r.joins_previous() && core == r.core => {
+                s.multi_operand_instructions += u64::from(!counted);
+                self.previous = Some((core, true));
+                true
+            }
+            _ => {
+                self.previous = Some((r.core, false));
+                false
+            }
+        };
+        s.instructions += u64::from(!joins) + u64::from(r.instr_delta);
         s.dependent += u64::from(r.dep != 0);
         let a = r.vaddr.0;
         s.min_address = Some(s.min_address.map_or(a, |m| m.min(a)));
@@ -274,6 +300,7 @@ mod tests {
             pid: 0,
             instr_delta,
             dep,
+            flags: 0,
         }
     }
 
@@ -326,6 +353,8 @@ mod tests {
                 stores: 2,
                 ifetches: 1,
                 instructions: 9 + 6,
+                memory_operands: 8,
+                multi_operand_instructions: 0,
                 dependent: 2,
                 footprint_bytes: 4 * 4096,
                 unique_pages_4k: 4,
@@ -336,6 +365,40 @@ mod tests {
                 reuse_histogram: vec![bucket(0, 0, 1), bucket(1, 1, 1), bucket(2, 3, 3)],
             }
         );
+    }
+
+    /// A further memory operand is no instruction of its own, unless non-memory instructions
+    /// or another stream's record come between it and the instruction it would join.
+    #[test]
+    fn further_operands_are_not_instructions() {
+        let join = |r: Record| Record {
+            flags: Record::SAME_INSTRUCTION,
+            ..r
+        };
+        let trace = [
+            rec(Op::Load, 0x1000, 2, 0),
+            join(rec(Op::Load, 0x2000, 0, 0)),
+            join(rec(Op::Store, 0x3000, 0, 0)),
+            rec(Op::Load, 0x4000, 0, 0),
+            join(rec(Op::Store, 0x4000, 0, 0)),
+            // Non-memory instructions before it: an instruction of its own.
+            join(rec(Op::Store, 0x5000, 1, 0)),
+            // After another stream's record: likewise.
+            Record {
+                core: 1,
+                ..rec(Op::Load, 0x6000, 0, 0)
+            },
+            join(rec(Op::Load, 0x7000, 0, 0)),
+        ];
+        let mut s = Summarizer::new("xtr", ReuseTracker::default());
+        for r in &trace {
+            s.add(r);
+        }
+        let got = s.finish();
+        assert_eq!(got.records, 8);
+        assert_eq!(got.memory_operands, 8);
+        assert_eq!(got.instructions, 5 + 3);
+        assert_eq!(got.multi_operand_instructions, 2);
     }
 
     #[test]

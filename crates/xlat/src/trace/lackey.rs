@@ -16,7 +16,9 @@
 //! # Mapping to records
 //!
 //! Each `L`/`S` line is one record, an `M` line two (load, then store, both of the size
-//! given). By default `I` lines become no records: an instruction without data accesses adds
+//! given). The data lines after one `I` line are all that instruction's: the records after
+//! its first carry [`Record::SAME_INSTRUCTION`], so an `M`, or a load and a store, count as
+//! one instruction. By default `I` lines become no records: an instruction without data accesses adds
 //! one to the next record's `instr_delta` (the first record of an instruction carries it),
 //! which is how the simulator's core accounts non-memory work. Instruction-fetch records are
 //! opt-in ([`LackeyOptions::ifetch`]): xlat's workloads and the papers it models study data
@@ -119,6 +121,9 @@ pub struct LackeyDecoder {
     offset: u64,
     /// An `I` line was seen and its instruction has produced no record yet.
     instr_open: bool,
+    /// The instruction of the last `I` line has produced a record (an ifetch or a data
+    /// access): further records are its operands too.
+    in_instr: bool,
     /// Non-memory instructions not yet carried by a record.
     pending_delta: u32,
 }
@@ -143,6 +148,7 @@ pub fn open_with(path: &Path, options: LackeyOptions) -> Result<LackeyReader> {
         line_no: 0,
         offset: 0,
         instr_open: false,
+        in_instr: false,
         pending_delta: 0,
     }))
 }
@@ -154,6 +160,11 @@ fn saturate(size: u64) -> u8 {
 impl LackeyDecoder {
     fn record(&mut self, addr: u64, size: u64, op: Op) -> Record {
         self.instr_open = false;
+        let flags = if std::mem::replace(&mut self.in_instr, true) {
+            Record::SAME_INSTRUCTION
+        } else {
+            0
+        };
         Record {
             vaddr: VirtAddr(addr),
             op,
@@ -162,6 +173,7 @@ impl LackeyDecoder {
             pid: 0,
             instr_delta: std::mem::take(&mut self.pending_delta),
             dep: 0,
+            flags,
         }
     }
 
@@ -204,6 +216,7 @@ impl UnitDecoder for LackeyDecoder {
         match parsed {
             None => {}
             Some(Line::Instr { addr, size }) => {
+                self.in_instr = false;
                 if self.options.ifetch {
                     let r = self.record(addr, size, Op::Ifetch);
                     out.push_back(r);
@@ -235,7 +248,9 @@ impl UnitDecoder for LackeyDecoder {
 
 /// Streaming writer of lackey text. Every record becomes an `I` line at a synthetic
 /// instruction address followed by its ` L`/` S` line, preceded by `instr_delta` bare `I`
-/// lines; an ifetch record becomes an `I` line at its own address. `dep` is not representable
+/// lines; a further operand of the previous record's instruction
+/// ([`Record::joins_previous`]) is only its ` L`/` S` line, under that instruction's `I`
+/// line. An ifetch record becomes an `I` line at its own address. `dep` is not representable
 /// and is dropped. Call [`finish`](LackeyWriter::finish).
 pub struct LackeyWriter {
     path: PathBuf,
@@ -288,14 +303,20 @@ impl LackeyWriter {
             self.instr_line()?;
         }
         let (addr, size) = (r.vaddr.0, r.size);
+        // The first record has no instruction to join.
+        let joins = r.joins_previous() && self.records > 0;
         match r.op {
             Op::Ifetch => self.put(format_args!("I  {addr:08x},{size}\n"))?,
             Op::Load => {
-                self.instr_line()?;
+                if !joins {
+                    self.instr_line()?;
+                }
                 self.put(format_args!(" L {addr:08x},{size}\n"))?;
             }
             Op::Store => {
-                self.instr_line()?;
+                if !joins {
+                    self.instr_line()?;
+                }
                 self.put(format_args!(" S {addr:08x},{size}\n"))?;
             }
         }
@@ -346,6 +367,14 @@ I  0400aab2,2
             pid: 0,
             instr_delta,
             dep: 0,
+            flags: 0,
+        }
+    }
+
+    fn joined(r: Record) -> Record {
+        Record {
+            flags: Record::SAME_INSTRUCTION,
+            ..r
         }
     }
 
@@ -368,8 +397,9 @@ I  0400aab2,2
             vec![
                 rec(Op::Store, 0x1ffefffd68, 8, 1),
                 rec(Op::Load, 0x04022118, 8, 1),
-                rec(Op::Load, 0x0402a3a8, 4, 0),
-                rec(Op::Store, 0x0402a3a8, 4, 0),
+                // The `M` is the same instruction's as the `L` before it.
+                joined(rec(Op::Load, 0x0402a3a8, 4, 0)),
+                joined(rec(Op::Store, 0x0402a3a8, 4, 0)),
                 rec(Op::Load, 0x1000, 16, 0),
                 rec(Op::Store, 0x2000, 255, 0),
             ]
@@ -392,6 +422,11 @@ I  0400aab2,2
         assert_eq!(ops, "IISIILLSILISI");
         assert_eq!(got[0], rec(Op::Ifetch, 0x04001f70, 3, 0));
         assert!(got.iter().all(|r| r.instr_delta == 0));
+        // Every data record belongs to the instruction fetched before it: one instruction
+        // per `I` line.
+        assert!(got
+            .iter()
+            .all(|r| r.joins_previous() == (r.op != Op::Ifetch)));
     }
 
     #[test]
@@ -441,12 +476,18 @@ I  0400aab2,2
         /// Everything lackey can carry survives writing and reading back.
         #[test]
         fn writer_reader_round_trip(
-            raw in proptest::collection::vec((any::<bool>(), any::<u64>(), any::<u8>(), 0u32..5), 0..300),
+            raw in proptest::collection::vec((any::<bool>(), any::<u64>(), any::<u8>(), 0u32..5, any::<bool>()), 0..300),
             compression in prop_oneof![Just(Compression::None), Just(Compression::Gzip)],
         ) {
+            // Records joining the instruction before them (never the first record, and only
+            // without non-memory instructions in between: the flag means nothing otherwise).
             let recs: Vec<Record> = raw
                 .into_iter()
-                .map(|(load, a, size, d)| rec(if load { Op::Load } else { Op::Store }, a, size, d))
+                .enumerate()
+                .map(|(i, (load, a, size, d, join))| {
+                    let r = rec(if load { Op::Load } else { Op::Store }, a, size, d);
+                    if join && i > 0 { joined(Record { instr_delta: 0, ..r }) } else { r }
+                })
                 .collect();
             let dir = tempfile::tempdir().unwrap();
             let p = dir.path().join("t.lackey");

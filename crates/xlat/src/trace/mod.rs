@@ -72,6 +72,41 @@ pub struct Record {
     /// records with the same `core` (0 = independent): its address is not known until that
     /// one completes (pointer chasing).
     pub dep: u32,
+    /// Bits saying how the record relates to the records around it: [`Record::SAME_INSTRUCTION`],
+    /// [`Record::AFTER_BARRIER`] (0: none, an instruction of its own).
+    pub flags: u8,
+}
+
+impl Record {
+    /// This memory operand belongs to the same instruction as the record directly before
+    /// it, which is of the same stream (same `core`): an instruction with several memory
+    /// operands (a load and a store, a gather) is one record per operand, the first without
+    /// this bit and the others with it. The core model dispatches the instruction once; each
+    /// operand still takes its own load- or store-queue entry, translation and data access.
+    /// Honoured only with `instr_delta == 0` (non-memory instructions cannot come between
+    /// the operands of one instruction) and after a record of the same stream: otherwise the
+    /// record starts an instruction of its own.
+    pub const SAME_INSTRUCTION: u8 = 1 << 0;
+    /// The first record of a multi-threaded program's merged stream after a barrier opened:
+    /// every record before it in the stream precedes the barrier, and a multi-core system
+    /// holds this one back until they have all run and the threads have met there.
+    pub const AFTER_BARRIER: u8 = 1 << 1;
+    /// Every flag bit defined; formats that store flags ignore the others.
+    pub const KNOWN_FLAGS: u8 = Record::SAME_INSTRUCTION | Record::AFTER_BARRIER;
+
+    /// Whether this record is a further memory operand of the previous record's instruction
+    /// rather than an instruction of its own ([`Record::SAME_INSTRUCTION`], honoured only
+    /// without non-memory instructions before it).
+    #[inline(always)]
+    pub fn joins_previous(&self) -> bool {
+        self.flags & Record::SAME_INSTRUCTION != 0 && self.instr_delta == 0
+    }
+
+    /// Whether a barrier opened just before this record ([`Record::AFTER_BARRIER`]).
+    #[inline(always)]
+    pub fn after_barrier(&self) -> bool {
+        self.flags & Record::AFTER_BARRIER != 0
+    }
 }
 
 /// Anything that yields records in program order: a trace reader or a workload generator.
@@ -368,7 +403,15 @@ mod tests {
             pid: 0,
             instr_delta,
             dep,
+            flags: 0,
         }
+    }
+
+    #[test]
+    fn record_stays_24_bytes() {
+        // Millions of records wait in the cores' queues and the readers' batches.
+        assert_eq!(std::mem::size_of::<Record>(), 24);
+        assert_eq!(Record::default().flags, 0);
     }
 
     /// Loads and stores over a few pages; every third load chases the load before it.

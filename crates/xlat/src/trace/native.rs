@@ -29,7 +29,11 @@
 //! | 18     | 1    | `u8` `core`                                                |
 //! | 19     | 1    | `u8` op: 0 = load, 1 = store, 2 = ifetch                   |
 //! | 20     | 1    | `u8` access size in bytes                                  |
-//! | 21     | 3    | reserved, written as zero, ignored by readers              |
+//! | 21     | 1    | `u8` flags: bit 0 = same instruction, bit 1 = after barrier |
+//! | 22     | 2    | reserved, written as zero, ignored by readers              |
+//!
+//! Byte 21 was reserved (zero) before the flags existed, so older files read as records
+//! without flags; bits other than the two defined ones are ignored.
 //!
 //! The writer first writes the header with count `u64::MAX`, streams the records through a
 //! level-3 zstd encoder, and on [`XtrWriter::finish`] seeks back and patches in the real count.
@@ -90,7 +94,8 @@ fn encode(r: &Record, out: &mut [u8]) {
     out[18] = r.core;
     out[19] = r.op as u8;
     out[20] = r.size;
-    out[21..24].fill(0);
+    out[21] = r.flags & Record::KNOWN_FLAGS;
+    out[22..24].fill(0);
 }
 
 /// Decodes one record; `Err(op_byte)` if the op byte is invalid.
@@ -111,6 +116,7 @@ fn decode(c: &[u8]) -> std::result::Result<Record, u8> {
         core: c[18],
         op,
         size: c[20],
+        flags: c[21] & Record::KNOWN_FLAGS,
     })
 }
 
@@ -537,16 +543,20 @@ mod tests {
             any::<u16>(),
             any::<u32>(),
             any::<u32>(),
+            0..=Record::KNOWN_FLAGS,
         )
-            .prop_map(|(vaddr, op, size, core, pid, instr_delta, dep)| Record {
-                vaddr: VirtAddr(vaddr),
-                op: Op::from_u8(op).unwrap(),
-                size,
-                core,
-                pid,
-                instr_delta,
-                dep,
-            })
+            .prop_map(
+                |(vaddr, op, size, core, pid, instr_delta, dep, flags)| Record {
+                    vaddr: VirtAddr(vaddr),
+                    op: Op::from_u8(op).unwrap(),
+                    size,
+                    core,
+                    pid,
+                    instr_delta,
+                    dep,
+                    flags,
+                },
+            )
     }
 
     fn meta_of(v: Value) -> Map<String, Value> {
@@ -613,6 +623,7 @@ mod tests {
             pid: (y >> 24) as u16 & 3,
             instr_delta: (y >> 32) as u32 & 0xff,
             dep: (y >> 40) as u32 & 1,
+            flags: (y >> 48) as u8 & Record::KNOWN_FLAGS,
         }
     }
 
@@ -676,6 +687,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Byte 21 holds the flags; files from before them have zero there and read without;
+    /// undefined flag bits and the two reserved bytes after it are ignored.
+    #[test]
+    fn flags_live_in_byte_21() {
+        let mut recs = sample(4);
+        recs[0].flags = 0;
+        recs[1].flags = Record::SAME_INSTRUCTION;
+        recs[2].flags = Record::AFTER_BARRIER;
+        recs[3].flags = Record::SAME_INSTRUCTION | Record::AFTER_BARRIER;
+        let mut body = body_of(&recs);
+        assert_eq!(
+            body.chunks_exact(RECORD_BYTES)
+                .map(|c| c[21])
+                .collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+        for c in body.chunks_exact_mut(RECORD_BYTES) {
+            c[21] |= 0xf0;
+            c[22..24].copy_from_slice(&[0xaa, 0x55]);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.xtr");
+        std::fs::write(&p, raw_file(VERSION, 24, 4, b"{}", &body)).unwrap();
+        assert_eq!(read_all_fill(&p, 3).unwrap(), recs);
+
+        let old: Vec<Record> = recs.iter().map(|r| Record { flags: 0, ..*r }).collect();
+        let mut body = body_of(&recs);
+        for c in body.chunks_exact_mut(RECORD_BYTES) {
+            c[21] = 0;
+        }
+        std::fs::write(&p, raw_file(VERSION, 24, 4, b"{}", &body)).unwrap();
+        assert_eq!(read_all_next(&p).unwrap(), old);
     }
 
     #[test]
@@ -920,7 +965,7 @@ mod tests {
         let recs = sample(5);
         let mut body = body_of(&recs);
         for c in body.chunks_exact_mut(RECORD_BYTES) {
-            c[21..24].copy_from_slice(b"abc");
+            c[22..24].copy_from_slice(b"bc");
         }
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.xtr");

@@ -112,6 +112,7 @@ impl Emitter {
             pid: self.pid,
             instr_delta: std::mem::take(&mut self.pending_instr),
             dep,
+            flags: 0,
         });
         self.emitted += 1;
         if self.batch.len() == BATCH {
@@ -617,6 +618,10 @@ impl RecordSource for ThreadedSource {
                     n -= over as usize;
                 }
             }
+            if n > 0 && self.turns.take_opened() {
+                let first = buf.len() - n;
+                buf[first].flags |= Record::AFTER_BARRIER;
+            }
             p.pos += n;
             self.emitted += n as u64;
             self.turns.took(n, self.emitted);
@@ -1026,6 +1031,11 @@ mod tests {
         // The last barrier opens after the last records: an empty phase.
         assert_eq!(barriers[..4], starts[..]);
         assert_eq!(barriers.len(), 5);
+        // The first record after each barrier says so, and no other.
+        let flagged: Vec<u64> = (0..recs.len() as u64)
+            .filter(|&i| recs[i as usize].after_barrier())
+            .collect();
+        assert_eq!(flagged, starts);
         assert!(max_lead(&recs, &barriers) <= TURN as u64);
         // Without the barriers, the threads that work more would have run far ahead.
         assert!(max_lead(&recs, &[]) > 10 * TURN as u64);

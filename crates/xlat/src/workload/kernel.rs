@@ -83,6 +83,7 @@ impl<K: KernelThread> RecordSource for KernelSource<K> {
                         pid: self.pid,
                         instr_delta,
                         dep: 0,
+                        flags: 0,
                     }),
                     other => {
                         stopped = Some(other);
@@ -90,6 +91,10 @@ impl<K: KernelThread> RecordSource for KernelSource<K> {
                     }
                 }
                 took += 1;
+            }
+            if took > 0 && self.turns.take_opened() {
+                let first = buf.len() - took;
+                buf[first].flags |= Record::AFTER_BARRIER;
             }
             self.emitted += took as u64;
             self.turns.took(took, self.emitted);
@@ -204,8 +209,21 @@ mod tests {
             let mut t = threaded(threads, u64::MAX);
             drain(&mut t, 1000);
             let mut k = KernelSource::new(3, u64::MAX, kernel_team(threads));
-            drain(&mut k, 1000);
+            let recs = drain(&mut k, 1000);
             assert_eq!(k.barrier_positions(), t.barrier_positions());
+            // The first record after each barrier (the last ones open after every record) is
+            // flagged, and no other.
+            let flagged: Vec<u64> = (0..recs.len() as u64)
+                .filter(|&i| recs[i as usize].after_barrier())
+                .collect();
+            let opened: Vec<u64> = k
+                .barrier_positions()
+                .iter()
+                .copied()
+                .filter(|&at| at < recs.len() as u64)
+                .collect();
+            assert_eq!(flagged, opened, "{threads} threads");
+            assert_eq!(flagged.is_empty(), threads == 1);
         }
     }
 }

@@ -5,7 +5,8 @@
 //! Each member is a complete `[workload]` table (any built-in generator or a trace) built into
 //! its own process with a seed derived from the run seed and its position. The scheduler gives
 //! each member a slice of `quantum` instructions (its records' `instr_delta` plus one for the
-//! memory instruction itself; a slice ends after the record that reaches the quantum), then
+//! memory instruction itself, none for a further operand of one; a slice ends after the record
+//! that reaches the quantum, or after the last operand of its instruction), then
 //! switches to the next member that still has records. Members that run out leave the rotation;
 //! the mix ends when all have, or after `references` records in total.
 //!
@@ -260,9 +261,13 @@ impl RecordSource for Mix {
             // `dep` counts within the records of one core number, the member's own stream.
             r.core = self.current as u8;
             self.emitted += 1;
-            self.slice_instr += r.instr_delta as u64 + 1;
+            self.slice_instr += u64::from(r.instr_delta) + u64::from(!r.joins_previous());
             buf.push(r);
-            if self.slice_instr >= self.quantum {
+            // A slice does not end between the memory operands of one instruction (as far as
+            // the member's buffered records tell).
+            let m = &self.members[self.current];
+            let operand_next = m.buf.get(m.pos).is_some_and(Record::joins_previous);
+            if self.slice_instr >= self.quantum && !operand_next {
                 self.switch();
             }
         }

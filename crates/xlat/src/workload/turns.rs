@@ -23,6 +23,9 @@ pub(super) struct Turns {
     current: usize,
     turn: usize,
     turn_left: usize,
+    /// A barrier opened and no record has been taken since: the next one is flagged
+    /// [`Record::AFTER_BARRIER`](crate::trace::Record::AFTER_BARRIER).
+    opened: bool,
     /// Where in the merged stream each barrier opened, for tests of the interleaving.
     #[cfg(test)]
     pub(super) barriers: Vec<u64>,
@@ -37,6 +40,7 @@ impl Turns {
             current: 0,
             turn,
             turn_left: turn,
+            opened: false,
             #[cfg(test)]
             barriers: Vec::new(),
         }
@@ -53,6 +57,13 @@ impl Turns {
     #[inline]
     pub(super) fn turn_left(&self) -> usize {
         self.turn_left
+    }
+
+    /// Whether a barrier opened since the last call: if so, the first record taken next is
+    /// the first after the barrier.
+    #[inline]
+    pub(super) fn take_opened(&mut self) -> bool {
+        std::mem::take(&mut self.opened)
     }
 
     /// The current thread's turn took `n` records; `emitted`: records merged so far.
@@ -99,6 +110,7 @@ impl Turns {
             opened = true;
         }
         if opened {
+            self.opened = true;
             #[cfg(test)]
             self.barriers.push(emitted);
             self.current = self.lanes.iter().position(|l| !l.done).unwrap_or(0);

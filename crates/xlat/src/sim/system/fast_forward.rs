@@ -99,7 +99,7 @@ impl<S: Scheme> System<S> {
             }
         }
         self.skipped.records += 1;
-        self.skipped.instructions += u64::from(rec.instr_delta) + 1;
+        self.skipped.instructions += u64::from(rec.instr_delta) + u64::from(!rec.joins_previous());
         Ok(())
     }
 

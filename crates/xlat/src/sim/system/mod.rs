@@ -7,6 +7,10 @@
 //! core's queue; the core whose clock ([`Core::now`]) is smallest steps next (ties: the lowest
 //! core), which is deterministic and keeps the cores' clocks close, so their accesses
 //! interleave in the shared caches and DRAM as they would in time.
+//!
+//! A record flagged [`Record::AFTER_BARRIER`] is held back, with everything after it, until
+//! every record before it has run; then the cores that run its process meet at the barrier
+//! (each waits until the last of them has retired its work) and distribution resumes.
 
 mod fast_forward;
 
@@ -85,6 +89,14 @@ struct IpiCounters {
     cycles: u64,
 }
 
+/// Barriers the cores met at.
+#[derive(Clone, Copy, Debug, Default)]
+struct BarrierCounters {
+    barriers: u64,
+    /// Cycles cores waited at them, over all cores.
+    wait_cycles: u64,
+}
+
 pub struct System<S: Scheme> {
     cfg: SimConfig,
     pub os: Os<TableOf<S>>,
@@ -102,6 +114,7 @@ pub struct System<S: Scheme> {
     epochs: Vec<EpochSample>,
     verified: u64,
     ipi: IpiCounters,
+    barriers: BarrierCounters,
     /// What the run skipped functionally before the detailed simulation.
     skipped: FastForwardSnapshot,
     /// Running functionally: shootdowns reach the TLBs but cost nothing.
@@ -188,6 +201,7 @@ impl<S: Scheme> System<S> {
             epochs: Vec::new(),
             verified: 0,
             ipi: IpiCounters::default(),
+            barriers: BarrierCounters::default(),
             skipped: FastForwardSnapshot::default(),
             fast_forwarding: false,
             ff_clock: 0,
@@ -214,7 +228,9 @@ impl<S: Scheme> System<S> {
         let before = unit.core.instructions();
         unit.core.non_memory(rec.instr_delta);
         let store = rec.op == Op::Store;
-        let issue = unit.core.issue_memory(rec.dep, rec.core, store);
+        let issue = unit
+            .core
+            .issue_memory(rec.dep, rec.core, store, rec.joins_previous());
         let t = match unit.mmu.translate(
             rec.vaddr,
             rec.pid,
@@ -333,6 +349,7 @@ impl<S: Scheme> System<S> {
         self.mem.reset_stats();
         self.os.stats = Default::default();
         self.ipi = IpiCounters::default();
+        self.barriers = BarrierCounters::default();
     }
 
     /// Instructions measured so far (since the end of warm-up), over all cores.
@@ -459,35 +476,44 @@ impl<S: Scheme> System<S> {
     }
 
     /// Several cores: records wait in their core's queue; the core with the smallest clock
-    /// among those with records steps next.
+    /// among those with records steps next. A record after a barrier waits, with the records
+    /// behind it, until the queues have drained; the cores then meet at the barrier.
     fn run_cores(
         &mut self,
         first: Vec<Record>,
         progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
     ) -> Result<()> {
         let total = self.source.len_hint();
-        let n = self.cores.len();
         let mut buf = Vec::with_capacity(BATCH);
-        let (mut done, mut queued, mut exhausted) = (self.skipped.records, first.len(), false);
-        for rec in first {
-            self.cores[rec.core as usize % n].queue.push_back(rec);
-        }
+        // Records read but not handed to a core yet: only while a barrier holds them back.
+        let mut held: VecDeque<Record> = first.into();
+        let (mut done, mut queued, mut exhausted) = (self.skipped.records, 0, false);
+        // The stream of the record handed out last.
+        let mut previous = None;
         loop {
             // Keep every core supplied, so that the core whose turn it is has its records.
-            while !exhausted && queued < MAX_QUEUED && self.cores.iter().any(|u| u.queue.is_empty())
-            {
+            loop {
+                queued += self.distribute(&mut held, queued, &mut previous);
+                if !held.is_empty()
+                    || exhausted
+                    || queued >= MAX_QUEUED
+                    || self.cores.iter().all(|u| !u.queue.is_empty())
+                {
+                    break;
+                }
                 self.source.fill(&mut buf)?;
                 exhausted = buf.is_empty();
-                queued += buf.len();
-                for rec in &buf {
-                    self.cores[rec.core as usize % n].queue.push_back(*rec);
-                }
+                held.extend(buf.drain(..));
             }
-            let Some(c) = (0..n)
+            let Some(c) = (0..self.cores.len())
                 .filter(|&i| !self.cores[i].queue.is_empty())
                 .min_by_key(|&i| self.cores[i].core.now())
             else {
-                break;
+                if held.is_empty() {
+                    break;
+                }
+                // Every record before the barrier has run: it opens.
+                continue;
             };
             let unit = &mut self.cores[c];
             let rec = unit.queue.pop_front().expect("chosen for its records");
@@ -504,6 +530,52 @@ impl<S: Scheme> System<S> {
             }
         }
         progress(done, total)
+    }
+
+    /// Hands the records of `held` to their cores' queues, up to a record after a barrier
+    /// while `queued` records before it still wait; returns how many it handed out. A record
+    /// joining the instruction of the record before it keeps that only if the record handed
+    /// out before it (`previous`, the stream of the last one) is of its own stream, as on one
+    /// core.
+    fn distribute(
+        &mut self,
+        held: &mut VecDeque<Record>,
+        mut queued: usize,
+        previous: &mut Option<u8>,
+    ) -> usize {
+        let n = self.cores.len();
+        let mut handed = 0;
+        while let Some(mut rec) = held.pop_front() {
+            if rec.after_barrier() {
+                if queued > 0 {
+                    held.push_front(rec);
+                    break;
+                }
+                self.barrier(rec.pid);
+            }
+            if rec.joins_previous() && *previous != Some(rec.core) {
+                rec.flags &= !Record::SAME_INSTRUCTION;
+            }
+            *previous = Some(rec.core);
+            self.cores[rec.core as usize % n].queue.push_back(rec);
+            queued += 1;
+            handed += 1;
+        }
+        handed
+    }
+
+    /// The threads of process `pid` meet at a barrier, every record before it having run:
+    /// each core that has run the process waits until the last of them has retired its
+    /// work.
+    fn barrier(&mut self, pid: u16) {
+        let meeting = self.cores.iter().filter(|u| u.has_run(pid));
+        let Some(open) = meeting.map(|u| u.core.cycles()).max() else {
+            return;
+        };
+        for unit in self.cores.iter_mut().filter(|u| u.has_run(pid)) {
+            self.barriers.wait_cycles += unit.core.wait_until(open);
+        }
+        self.barriers.barriers += 1;
     }
 
     /// The stats tree as of now: totals over the cores, and each core's own when there are
@@ -599,6 +671,8 @@ impl<S: Scheme> System<S> {
                 shootdowns_remote: self.ipi.shootdowns,
                 shootdown_ipis: self.ipi.ipis,
                 shootdown_ipi_cycles: self.ipi.cycles,
+                barriers: self.barriers.barriers,
+                barrier_wait_cycles: self.barriers.wait_cycles,
             },
             cores: per_core,
             fast_forward: self.skipped,
