@@ -204,6 +204,19 @@ impl Implicit {
         CACHE.with(|c| c.borrow_mut().get(self, i))
     }
 
+    /// Run `f` on `v`'s row (sorted), regenerating it unless this thread read it recently; the
+    /// row is then this thread's most recent.
+    pub fn with_row<R>(&self, v: u32, f: impl FnOnce(&[u32]) -> R) -> R {
+        if self.degree(v) == 0 {
+            return f(&[]);
+        }
+        CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            c.touch(self, v);
+            f(&c.rows[0].2)
+        })
+    }
+
     /// The vertex whose row holds index `i`.
     fn owner(&self, i: u64) -> u32 {
         (self.offsets.partition_point(|&o| o <= i) - 1) as u32
@@ -242,26 +255,43 @@ impl RowCache {
         let hit = self.rows.iter().position(|(id, start, row)| {
             *id == g.id && (*start..*start + row.len() as u64).contains(&i)
         });
-        let k = match hit {
-            Some(k) => k,
-            None => {
-                let v = g.owner(i);
-                let mut row = if self.rows.len() == CACHED_ROWS {
-                    self.rows.pop().expect("full").2
-                } else {
-                    Vec::new()
-                };
-                g.neighbours_into(v, &mut row);
-                self.rows.push((g.id, g.row(v).start, row));
-                self.rows.len() - 1
-            }
-        };
+        match hit {
+            Some(k) => self.to_front(k),
+            None => self.fill(g, g.owner(i)),
+        }
+        let (_, start, row) = &self.rows[0];
+        row[(i - start) as usize]
+    }
+
+    /// Make `v`'s row (not empty) the most recent, generating it if it is not here.
+    fn touch(&mut self, g: &Implicit, v: u32) {
+        let start = g.row(v).start;
+        let hit = self
+            .rows
+            .iter()
+            .position(|(id, s, row)| *id == g.id && *s == start && !row.is_empty());
+        match hit {
+            Some(k) => self.to_front(k),
+            None => self.fill(g, v),
+        }
+    }
+
+    fn to_front(&mut self, k: usize) {
         if k != 0 {
             let entry = self.rows.remove(k);
             self.rows.insert(0, entry);
         }
-        let (_, start, row) = &self.rows[0];
-        row[(i - start) as usize]
+    }
+
+    /// Generate `v`'s row as the most recent, dropping the least recent if full.
+    fn fill(&mut self, g: &Implicit, v: u32) {
+        let mut row = if self.rows.len() == CACHED_ROWS {
+            self.rows.pop().expect("full").2
+        } else {
+            Vec::new()
+        };
+        g.neighbours_into(v, &mut row);
+        self.rows.insert(0, (g.id, g.row(v).start, row));
     }
 }
 

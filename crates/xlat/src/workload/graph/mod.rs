@@ -324,11 +324,13 @@ impl Adjacency {
         }
     }
 
-    /// `v`'s neighbours (a host-side computation over the whole row, such as a search plan).
-    pub fn neighbours(&self, v: u32) -> std::borrow::Cow<'_, [u32]> {
+    /// Run `f` on `v`'s neighbours (a host-side computation over the whole row, such as a
+    /// search plan). An implicit row goes through this thread's row cache, so the loads of the
+    /// row that follow do not generate it again.
+    pub fn scan_row<R>(&self, v: u32, f: impl FnOnce(&[u32]) -> R) -> R {
         match self {
-            Adjacency::Explicit(c) => std::borrow::Cow::Borrowed(c.neighbours(v)),
-            Adjacency::Implicit(g) => std::borrow::Cow::Owned(g.neighbours(v)),
+            Adjacency::Explicit(c) => f(c.neighbours(v)),
+            Adjacency::Implicit(g) => g.with_row(v, f),
         }
     }
 }
