@@ -279,7 +279,7 @@ impl RowCache {
             *id == g.id && (*start..*start + row.len() as u64).contains(&i)
         });
         match hit {
-            Some(k) => self.to_front(k),
+            Some(k) => self.promote(k),
             None => self.fill(g, g.owner(i)),
         }
         let (_, start, row) = &self.rows[0];
@@ -294,12 +294,12 @@ impl RowCache {
             .iter()
             .position(|(id, s, row)| *id == g.id && *s == start && !row.is_empty());
         match hit {
-            Some(k) => self.to_front(k),
+            Some(k) => self.promote(k),
             None => self.fill(g, v),
         }
     }
 
-    fn to_front(&mut self, k: usize) {
+    fn promote(&mut self, k: usize) {
         if k != 0 {
             let entry = self.rows.remove(k);
             self.rows.insert(0, entry);
