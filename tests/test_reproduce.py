@@ -95,4 +95,20 @@ def test_every_run_config_resolves_at_every_scale(
 ) -> None:
     # Resolving only (no simulation): a scale whose configs cannot start fails here, with the
     # key, instead of an hour into a user's run.
-    assert experiments.check_configs(reproduction_id, scale, tmp_path) > 0
+    configs = experiments.resolved_configs(reproduction_id, scale, tmp_path)
+    assert configs
+    # The keys a reproduction varies with the scale reach every run, and a workload's threads
+    # each have a core.
+    changed = experiments.get(reproduction_id).scale_overrides.get(scale, {})
+    for config in configs:
+        for key, value in changed.items():
+            section, name = key.split(".")
+            assert config[section][name] == value, key
+        assert config["workload"].get("threads", 1) <= config["sim"].get("cores", 1)
+    # ME-HPT's paper evaluates 8 cores: its full and paper scales run them, with 8 threads
+    # where the workload has threads; tiny and quick keep one core.
+    if reproduction_id.startswith("mehpt-"):
+        cores = 8 if scale in ("full", "paper") else 1
+        assert {c["sim"].get("cores", 1) for c in configs} == {cores}
+        threaded = [c for c in configs if c["workload"]["name"] in ("bfs", "pr", "gups")]
+        assert threaded and all(c["workload"]["threads"] == cores for c in threaded)

@@ -24,6 +24,7 @@ from .registry import (
     register,
     reproduce,
     reproductions,
+    resolved_configs,
 )
 
 __all__ = [
@@ -39,4 +40,5 @@ __all__ = [
     "register",
     "reproduce",
     "reproductions",
+    "resolved_configs",
 ]

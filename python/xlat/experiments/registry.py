@@ -53,6 +53,7 @@ __all__ = [
     "register",
     "reproduce",
     "reproductions",
+    "resolved_configs",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -124,6 +125,10 @@ class Reproduction:
     returned (usually written with :func:`ascending`)."""
     overrides: Mapping[str, Any] = field(default_factory=dict)
     """Applied to every run (e.g. ``sim.epoch_instructions``)."""
+    scale_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Scale -> config keys of every run at that scale, after ``overrides``: what the systems
+    change with the scale, e.g. ``{"full": {"sim.cores": 8}}`` for a paper that evaluates an
+    8-core system where the small scales keep one core."""
     direction_not_shown: Mapping[str, str] = field(default_factory=dict)
     """Scale -> why our model does not show ``direction`` at that scale (e.g. footprints far
     below the paper's). The reason is printed with the verdict, so a reader sees that the
@@ -286,10 +291,29 @@ def _plan(
     overrides = {
         "sim.warmup_instructions": WARMUP_INSTRUCTIONS[scale],
         **rep.overrides,
+        **rep.scale_overrides.get(scale, {}),
         "workload.references": rep.references[scale],
     }
     workloads = [(key.split("@")[0], dict(params)) for key, params in rep.workloads[scale].items()]
     return configs, workloads, overrides
+
+
+def resolved_configs(reproduction_id: str, scale: str, scratch: PathLike) -> list[dict[str, Any]]:
+    """The resolved config of every run of a reproduction at ``scale``, parsed, without
+    simulating.
+
+    Raises:
+        xlat.XlatError: naming the key, for the first run whose config does not resolve.
+    """
+    rep = get(reproduction_id)
+    configs, workloads, overrides = _plan(rep, scale, Path(scratch) / rep.id / scale)
+    resolved = []
+    for config in configs:
+        for name, params in workloads:
+            run_overrides = {**overrides, **{f"workload.{k}": v for k, v in params.items()}}
+            text = api.resolve_config(config, name, overrides=run_overrides)
+            resolved.append(tomllib.loads(text))
+    return resolved
 
 
 def check_configs(reproduction_id: str, scale: str, scratch: PathLike) -> int:
@@ -299,13 +323,7 @@ def check_configs(reproduction_id: str, scale: str, scratch: PathLike) -> int:
     Raises:
         xlat.XlatError: naming the key, for the first run whose config does not resolve.
     """
-    rep = get(reproduction_id)
-    configs, workloads, overrides = _plan(rep, scale, Path(scratch) / rep.id / scale)
-    for config in configs:
-        for name, params in workloads:
-            run_overrides = {**overrides, **{f"workload.{k}": v for k, v in params.items()}}
-            api.resolve_config(config, name, overrides=run_overrides)
-    return len(configs) * len(workloads)
+    return len(resolved_configs(reproduction_id, scale, scratch))
 
 
 def reproduce(

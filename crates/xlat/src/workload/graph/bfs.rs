@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::os::AddressSpaces;
 use crate::workload::emit::{Array, Emitter, ThreadedSource};
 use std::ops::Range;
-use std::sync::RwLock;
+use std::sync::Mutex;
 
 kernel_config! {
     /// `[workload] name = "bfs"`.
@@ -29,8 +29,6 @@ kernel_config! {
 
 /// `level[v]` of a vertex not reached yet.
 pub const UNVISITED: u32 = u32::MAX;
-/// `Plan::parent` of the root and of the vertices the search does not reach.
-const NO_PARENT: u32 = u32::MAX;
 
 /// Simulated property arrays: `level` (u32 per vertex) and the FIFO `queue` (u32 per vertex).
 #[derive(Clone, Copy, Debug)]
@@ -79,18 +77,21 @@ impl BfsConfig {
     }
 }
 
-/// The outcome of one search, computed on the host a level ahead of the threads: which vertex
-/// each queue slot holds, where each level's run of the queue starts, and which queue slot's scan
-/// discovers each vertex. The threads only replay their part of it. Levels are planned as the
-/// threads reach them, so a run that stops early never plans the rest of a large graph.
+/// The outcome of one search, computed on the host just ahead of the threads: which vertex each
+/// queue slot holds, where each level's run of the queue starts, and which run of the queue each
+/// slot's scan discovers. The threads only replay it. The plan is the sequential queue-based
+/// search, advanced slot by slot as the threads reach the slots, so it never runs more than one
+/// thread's part of a level ahead of the records (a run that stops early does not plan the rest
+/// of a large level) and a single thread's row is still in its row cache when the thread emits
+/// the scan.
 struct Plan {
     queue: Vec<u32>,
-    /// Level `l` is `queue[levels[l]..levels[l + 1]]`.
+    /// Level `l` is `queue[levels[l]..levels[l + 1]]`, for the levels whose run is known: a
+    /// level's run is known once every slot of the level before it is scanned.
     levels: Vec<usize>,
-    /// Queue slot of the vertex whose scan discovers `v` ([`NO_PARENT`] for the root and for
-    /// vertices not reached). Non-decreasing along the queue, as each level is appended in
-    /// scan order.
-    parent: Vec<u32>,
+    /// Slot `s`'s scan discovers the vertices in `queue[first[s]..first[s + 1]]`, in its row's
+    /// order; one entry more than the slots scanned so far.
+    first: Vec<u32>,
     level: Vec<u32>,
 }
 
@@ -100,43 +101,50 @@ impl Plan {
         level[root as usize] = 0;
         Plan {
             queue: vec![root],
-            levels: vec![0],
-            parent: vec![NO_PARENT; n],
+            levels: vec![0, 1],
+            first: vec![1],
             level,
         }
     }
 
-    /// Whether the last planned level discovered nothing.
-    fn finished(&self) -> bool {
-        self.levels.last() == Some(&self.queue.len())
+    /// Slots whose scan is planned.
+    fn scanned(&self) -> usize {
+        self.first.len() - 1
     }
 
-    /// Plan the scan of the next level.
-    fn step(&mut self, csr: &Adjacency) {
-        let frontier = *self.levels.last().unwrap_or(&0)..self.queue.len();
-        self.levels.push(self.queue.len());
-        for slot in frontier {
+    /// Plan the scans of the slots before `to` (slots already in the queue).
+    fn advance(&mut self, adj: &Adjacency, to: usize) {
+        while self.scanned() < to {
+            let slot = self.scanned();
             let v = self.queue[slot];
-            for &w in csr.neighbours(v).iter() {
-                if self.level[w as usize] == UNVISITED {
-                    self.level[w as usize] = self.level[v as usize] + 1;
-                    self.parent[w as usize] = slot as u32;
-                    self.queue.push(w);
+            let next = self.level[v as usize] + 1;
+            let (level, queue) = (&mut self.level, &mut self.queue);
+            adj.scan_row(v, |row| {
+                for &w in row {
+                    if level[w as usize] == UNVISITED {
+                        level[w as usize] = next;
+                        queue.push(w);
+                    }
                 }
+            });
+            self.first.push(self.queue.len() as u32);
+            // The last known level is scanned: the queue now ends where the next level does
+            // (unless it is empty, and the search over).
+            let end = *self.levels.last().expect("level 0");
+            if self.scanned() == end && self.queue.len() > end {
+                self.levels.push(self.queue.len());
             }
         }
     }
 
-    /// Plan up to level `l`'s scan, or to the end of the search if it ends before.
-    fn reach(&mut self, csr: &Adjacency, l: usize) {
-        while self.levels.len() < l + 2 && !self.finished() {
-            self.step(csr);
+    /// Level `l`'s run of the queue, planning the level before it to its end if needed; `None`
+    /// when the search ends before level `l`.
+    fn frontier(&mut self, adj: &Adjacency, l: usize) -> Option<Range<u64>> {
+        if self.levels.len() < l + 2 {
+            let start = self.levels[l];
+            self.advance(adj, start);
         }
-    }
-
-    /// Level `l`'s run of the queue.
-    fn frontier(&self, l: usize) -> Range<u64> {
-        self.levels[l] as u64..self.levels[l + 1] as u64
+        (self.levels.len() >= l + 2).then(|| self.levels[l] as u64..self.levels[l + 1] as u64)
     }
 }
 
@@ -144,7 +152,7 @@ impl Plan {
 /// every vertex.
 pub(crate) fn search(e: &mut Emitter, g: &Graph, p: &Props, root: u32) -> Emit<Vec<u32>> {
     let n = g.vertices() as usize;
-    let plan = e.share(|| RwLock::new(Plan::new(n, root)))?;
+    let plan = e.share(|| Mutex::new(Plan::new(n, root)))?;
     // Every level starts unset: a parallel loop over the vertices.
     for v in e.static_share(0..g.vertices() as u64) {
         e.instr(2);
@@ -161,50 +169,49 @@ pub(crate) fn search(e: &mut Emitter, g: &Graph, p: &Props, root: u32) -> Emit<V
         p.queue.store(e, 0, None)?;
     }
     for l in 0.. {
-        // Another thread may hold the plan for reading while it scans level `l` (and waits for
-        // this thread's records): take it for writing only when level `l` is not planned yet.
-        let planned = |p: &Plan| p.levels.len() >= l + 2 || p.finished();
-        if !planned(&plan.read().expect("no thread panics")) {
-            plan.write().expect("no thread panics").reach(&g.adj, l);
-        }
-        let plan = plan.read().expect("no thread panics");
-        if plan.levels.len() < l + 2 {
+        // The plan is locked only to read or extend it, never while this thread emits: another
+        // thread may be waiting for the merged stream to read this thread's records.
+        let frontier = plan.lock().expect("no thread panics").frontier(&g.adj, l);
+        let Some(frontier) = frontier else {
             break;
-        }
-        let part = e.static_share(plan.frontier(l));
+        };
+        let part = e.static_share(frontier);
         scan(e, g, p, &plan, part)?;
-        drop(plan);
         e.barrier()?;
     }
-    let level = plan.read().expect("no thread panics").level.clone();
+    let level = plan.lock().expect("no thread panics").level.clone();
     Ok(level)
 }
 
 /// Scan this thread's part of a level: pop each vertex, read its row, and claim the neighbours
 /// the plan says this scan discovers.
-fn scan(e: &mut Emitter, g: &Graph, p: &Props, plan: &Plan, part: Range<u64>) -> Emit<()> {
-    // This thread's discoveries follow those of the scans before its part of the frontier.
-    let next = plan.queue.partition_point(|&w| {
-        let parent = plan.parent[w as usize];
-        parent == NO_PARENT || (parent as u64) < part.start
-    });
-    let mut tail = next as u64;
+fn scan(e: &mut Emitter, g: &Graph, p: &Props, plan: &Mutex<Plan>, part: Range<u64>) -> Emit<()> {
+    let mut discovered = Vec::new();
     for slot in part {
+        // The vertex in this slot and what its scan discovers, in row order, at which slots of
+        // the queue: this thread's discoveries follow those of the scans before it.
+        let (v, mut tail) = {
+            let mut plan = plan.lock().expect("no thread panics");
+            let s = slot as usize;
+            plan.advance(&g.adj, s + 1);
+            let run = plan.first[s] as usize..plan.first[s + 1] as usize;
+            discovered.clear();
+            discovered.extend_from_slice(&plan.queue[run.clone()]);
+            (plan.queue[s], run.start as u64)
+        };
         e.instr(3);
         let popped = p.queue.load(e, slot, None)?;
-        let v = plan.queue[slot as usize];
         p.level.load(e, v as u64, Some(popped))?;
         let (row, bounds) = g.row(e, v, Some(popped))?;
-        // The vertex this row claimed last: a duplicate entry (the implicit graph keeps them,
-        // next to each other in the sorted row) finds it visited.
-        let mut claimed = None;
+        // Each discovered vertex is claimed at its first entry in the row: a duplicate entry
+        // (the implicit graph keeps them) finds it visited.
+        let mut claims = discovered.iter().peekable();
         for i in row {
             e.instr(2);
             let (w, nb) = g.neighbour(e, i, bounds)?;
             e.instr(1);
             p.level.load(e, w as u64, Some(nb))?;
-            if plan.parent[w as usize] == slot as u32 && claimed != Some(w) {
-                claimed = Some(w);
+            if claims.next_if_eq(&&w).is_some() {
                 e.instr(2);
                 p.level.store(e, w as u64, Some(nb))?;
                 p.queue.store(e, tail, None)?;

@@ -23,11 +23,13 @@
 //!   scale 20, so the implicit graph has that many more entries at the same parameters.
 //!
 //! Rows are regenerated each time a kernel reads one; a small per-thread cache keeps the rows
-//! read last (a traversal reads a row's entries one by one, triangle counting two rows at once).
+//! read last (a traversal reads a row's entries one by one, triangle counting two rows at once),
+//! and a larger one the longest rows read (the hubs, which most rows lead to).
 
 use crate::rng::Rng;
 use crate::workload::dist::{mix64, Scatter};
 use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -39,6 +41,16 @@ const D: f64 = 0.05;
 
 /// Rows kept per thread (a DFS stack or a triangle intersection revisits a few rows).
 const CACHED_ROWS: usize = 8;
+
+/// Rows at least this long are also kept in the thread's hub cache: the R-MAT hubs are in most
+/// rows, so kernels that read a neighbour's row (triangle counting reads a prefix of it for every
+/// edge) read them again and again, and generating a hub's row costs its whole length however
+/// little of it the kernel reads.
+const HUB_DEGREE: usize = 256;
+
+/// Entries the hub cache holds per thread (64 MiB); when full, a longer row displaces the
+/// shortest cached ones.
+pub const HUB_CACHE_ENTRIES: usize = 1 << 24;
 
 /// Identifies an [`Implicit`] graph in the per-thread row cache.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -204,6 +216,19 @@ impl Implicit {
         CACHE.with(|c| c.borrow_mut().get(self, i))
     }
 
+    /// Run `f` on `v`'s row (sorted), regenerating it unless this thread read it recently; the
+    /// row is then this thread's most recent.
+    pub fn with_row<R>(&self, v: u32, f: impl FnOnce(&[u32]) -> R) -> R {
+        if self.degree(v) == 0 {
+            return f(&[]);
+        }
+        CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            c.touch(self, v);
+            f(&c.rows[0].2)
+        })
+    }
+
     /// The vertex whose row holds index `i`.
     fn owner(&self, i: u64) -> u32 {
         (self.offsets.partition_point(|&o| o <= i) - 1) as u32
@@ -228,13 +253,24 @@ fn poisson(rng: &mut Rng, mean: f64) -> u64 {
     }
 }
 
-/// The rows this thread read last, most recent first.
+/// The rows this thread read last, most recent first, and the longest rows it read.
 struct RowCache {
     rows: Vec<(u64, u64, Vec<u32>)>,
+    /// Graph id and vertex -> row, for rows of at least [`HUB_DEGREE`] entries, at most
+    /// [`HUB_CACHE_ENTRIES`] entries in all.
+    hubs: HashMap<(u64, u32), Vec<u32>>,
+    /// The hub rows by length, shortest first: the next to make room.
+    by_len: BTreeSet<(usize, (u64, u32))>,
+    hub_entries: usize,
 }
 
 thread_local! {
-    static CACHE: RefCell<RowCache> = const { RefCell::new(RowCache { rows: Vec::new() }) };
+    static CACHE: RefCell<RowCache> = RefCell::new(RowCache {
+        rows: Vec::new(),
+        hubs: HashMap::new(),
+        by_len: BTreeSet::new(),
+        hub_entries: 0,
+    });
 }
 
 impl RowCache {
@@ -242,26 +278,72 @@ impl RowCache {
         let hit = self.rows.iter().position(|(id, start, row)| {
             *id == g.id && (*start..*start + row.len() as u64).contains(&i)
         });
-        let k = match hit {
-            Some(k) => k,
-            None => {
-                let v = g.owner(i);
-                let mut row = if self.rows.len() == CACHED_ROWS {
-                    self.rows.pop().expect("full").2
-                } else {
-                    Vec::new()
-                };
-                g.neighbours_into(v, &mut row);
-                self.rows.push((g.id, g.row(v).start, row));
-                self.rows.len() - 1
-            }
-        };
+        match hit {
+            Some(k) => self.promote(k),
+            None => self.fill(g, g.owner(i)),
+        }
+        let (_, start, row) = &self.rows[0];
+        row[(i - start) as usize]
+    }
+
+    /// Make `v`'s row (not empty) the most recent, generating it if it is not here.
+    fn touch(&mut self, g: &Implicit, v: u32) {
+        let start = g.row(v).start;
+        let hit = self
+            .rows
+            .iter()
+            .position(|(id, s, row)| *id == g.id && *s == start && !row.is_empty());
+        match hit {
+            Some(k) => self.promote(k),
+            None => self.fill(g, v),
+        }
+    }
+
+    fn promote(&mut self, k: usize) {
         if k != 0 {
             let entry = self.rows.remove(k);
             self.rows.insert(0, entry);
         }
-        let (_, start, row) = &self.rows[0];
-        row[(i - start) as usize]
+    }
+
+    /// Generate `v`'s row as the most recent, dropping the least recent if full.
+    fn fill(&mut self, g: &Implicit, v: u32) {
+        let mut row = if self.rows.len() == CACHED_ROWS {
+            self.rows.pop().expect("full").2
+        } else {
+            Vec::new()
+        };
+        match self.hubs.get(&(g.id, v)) {
+            Some(hub) => {
+                row.clear();
+                row.extend_from_slice(hub);
+            }
+            None => {
+                g.neighbours_into(v, &mut row);
+                self.keep_hub(g.id, v, &row);
+            }
+        }
+        self.rows.insert(0, (g.id, g.row(v).start, row));
+    }
+
+    /// Keep a copy of `row` (vertex `v` of graph `id`) if it is a hub row and, with the cache
+    /// full, longer than the rows it displaces.
+    fn keep_hub(&mut self, id: u64, v: u32, row: &[u32]) {
+        if row.len() < HUB_DEGREE || row.len() > HUB_CACHE_ENTRIES {
+            return;
+        }
+        while self.hub_entries + row.len() > HUB_CACHE_ENTRIES {
+            let &(len, key) = self.by_len.first().expect("over budget, so not empty");
+            if len >= row.len() {
+                return;
+            }
+            self.by_len.pop_first();
+            self.hubs.remove(&key);
+            self.hub_entries -= len;
+        }
+        self.hub_entries += row.len();
+        self.by_len.insert((row.len(), (id, v)));
+        self.hubs.insert((id, v), row.to_vec());
     }
 }
 
@@ -288,6 +370,29 @@ mod tests {
             }
         }
         assert!(g.entries() <= max_entries(10, 8));
+    }
+
+    #[test]
+    fn hub_rows_read_again_come_from_the_hub_cache_unchanged() {
+        let g = Implicit::new(12, 16, 5);
+        let hubs: Vec<u32> = (0..g.vertices())
+            .filter(|&v| g.degree(v) >= HUB_DEGREE as u64)
+            .collect();
+        assert!(hubs.len() > CACHED_ROWS, "{} hubs", hubs.len());
+        // Twice through every hub: the second pass finds them evicted from the recent rows.
+        for _ in 0..2 {
+            for &v in &hubs {
+                let want = g.neighbours(v);
+                let got: Vec<u32> = g.row(v).map(|i| g.neighbour(i)).collect();
+                assert_eq!(got, want);
+                assert_eq!(g.with_row(v, |r| r.to_vec()), want);
+            }
+        }
+        CACHE.with(|c| {
+            let c = c.borrow();
+            assert!(hubs.iter().all(|&v| c.hubs.contains_key(&(g.id, v))));
+            assert_eq!(c.hub_entries, c.hubs.values().map(Vec::len).sum::<usize>());
+        });
     }
 
     #[test]

@@ -184,9 +184,11 @@ pub enum GraphKind {
 }
 
 /// `graph = "auto"` turns implicit above this many edge entries (`2 * edge_factor * 2^scale`):
-/// 2^30 entries, a 4 GiB neighbour array, whose explicit construction needs about 12 GiB of host
-/// memory. The defaults (2^25 entries) stay explicit.
-pub const AUTO_IMPLICIT_ENTRIES: u64 = 1 << 30;
+/// 2^28 entries, a 1 GiB neighbour array, whose explicit construction needs about 3 GiB of host
+/// memory and a minute or two of one core; above it the construction takes longer than a
+/// paper-scale run simulates (Utopia's 8 GB `sssp`, 2^29.8 entries, spent over four minutes
+/// building its CSR). The defaults (2^25 entries) and the `full` scales' 2^28 stay explicit.
+pub const AUTO_IMPLICIT_ENTRIES: u64 = 1 << 28;
 
 impl GraphKeys {
     /// Whether these keys run on the implicit graph.
@@ -221,7 +223,8 @@ impl GraphKeys {
     pub fn host_bytes(&self, vertex_bytes: u64) -> u64 {
         let n = 1u64 << self.scale;
         let graph = if self.implicit() {
-            8 * (n + 1)
+            // Offsets, and each thread's cache of hub rows.
+            8 * (n + 1) + 4 * implicit::HUB_CACHE_ENTRIES as u64 * self.threads.max(1) as u64
         } else {
             // Offsets, the neighbour array, and 8 bytes per entry in the construction buckets
             // (freed bucket by bucket while the array fills) plus the label permutation.
@@ -324,11 +327,13 @@ impl Adjacency {
         }
     }
 
-    /// `v`'s neighbours (a host-side computation over the whole row, such as a search plan).
-    pub fn neighbours(&self, v: u32) -> std::borrow::Cow<'_, [u32]> {
+    /// Run `f` on `v`'s neighbours (a host-side computation over the whole row, such as a
+    /// search plan). An implicit row goes through this thread's row cache, so the loads of the
+    /// row that follow do not generate it again.
+    pub fn scan_row<R>(&self, v: u32, f: impl FnOnce(&[u32]) -> R) -> R {
         match self {
-            Adjacency::Explicit(c) => std::borrow::Cow::Borrowed(c.neighbours(v)),
-            Adjacency::Implicit(g) => std::borrow::Cow::Owned(g.neighbours(v)),
+            Adjacency::Explicit(c) => f(c.neighbours(v)),
+            Adjacency::Implicit(g) => g.with_row(v, f),
         }
     }
 }
