@@ -102,13 +102,17 @@ def test_every_run_config_resolves_at_every_scale(
     changed = experiments.get(reproduction_id).scale_overrides.get(scale, {})
     for config in configs:
         for key, value in changed.items():
-            section, name = key.split(".")
-            assert config[section][name] == value, key
+            node = config
+            for part in key.split("."):
+                node = node[part]
+            assert node == value, key
         assert config["workload"].get("threads", 1) <= config["sim"].get("cores", 1)
     # ME-HPT's paper evaluates 8 cores: its full and paper scales run them, with 8 threads
     # where the workload has threads; tiny and quick keep one core.
     if reproduction_id.startswith("mehpt-"):
         cores = 8 if scale in ("full", "paper") else 1
         assert {c["sim"].get("cores", 1) for c in configs} == {cores}
+        # Table III's LLC is 2 MB per core.
+        assert {c["cache"]["llc"]["size"] for c in configs} == {cores * (2 << 20)}
         threaded = [c for c in configs if c["workload"]["name"] in ("bfs", "pr", "gups")]
         assert threaded and all(c["workload"]["threads"] == cores for c in threaded)
