@@ -11,6 +11,9 @@ sources)::
     print(outcome.direction)           # direction: <the paper's claim> — holds / does not hold
 """
 
+# Importing the per-paper modules registers their reproductions; the registry itself imports
+# none of them, so the papers build on it and not the other way round.
+from . import gandhi, mehpt, utopia  # noqa: F401
 from .registry import (
     SCALES,
     Analysis,

@@ -162,14 +162,8 @@ def register(reproduction: Reproduction) -> Reproduction:
     return reproduction
 
 
-def _load_all() -> None:
-    # Importing the per-paper modules registers their reproductions.
-    from . import gandhi, mehpt, utopia  # noqa: F401
-
-
 def reproductions() -> list[Reproduction]:
     """Every reproduction, in a stable order."""
-    _load_all()
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
 
 
@@ -179,7 +173,6 @@ def get(reproduction_id: str) -> Reproduction:
     Raises:
         KeyError: with the list of known ids.
     """
-    _load_all()
     try:
         return _REGISTRY[reproduction_id]
     except KeyError:
