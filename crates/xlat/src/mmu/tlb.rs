@@ -79,10 +79,6 @@ impl<E: TlbEntry> TlbArray<E> {
         }
     }
 
-    pub fn sets(&self) -> usize {
-        self.entries.sets()
-    }
-
     /// The set `probe` selects.
     #[inline(always)]
     pub fn set_of(&self, probe: &E::Probe) -> usize {
@@ -334,12 +330,6 @@ impl Tlb {
                 && PageEntry::size_of(t) == PageSize::Size4K
                 && PageEntry::vpn_of(t) >> size.order() == huge
         })
-    }
-
-    /// Invalidate every entry of one address space.
-    pub fn invalidate_asid(&mut self, asid: u16) -> usize {
-        self.array
-            .invalidate_where(|t, _| PageEntry::asid_of(t) == asid)
     }
 
     pub fn flush(&mut self) {
