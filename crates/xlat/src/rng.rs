@@ -59,6 +59,7 @@ pub mod stream {
     pub const FRAGMENTATION: u64 = 1;
     pub const REPLACEMENT: u64 = 2;
     pub const WORKLOAD: u64 = 3;
+    pub const PLACEMENT: u64 = 4;
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! `--verify` catches a wrong translation whatever structure produced it: for every scheme with
 //! a translation structure in simulated memory, the entries that map one page (a radix PTE, a
-//! hashed-table PTE, an RMM range's offset; a POM-TLB fills from the PTE) are corrupted to name
-//! another frame, the page's cached translations are shot down, and the next access must fail
-//! the check instead of running on with a wrong frame.
+//! hashed-table PTE, an RMM range's offset; a POM-TLB fills from the PTE; a Utopia TAR tag,
+//! moved to the next way of its set) are corrupted to name another frame, the page's cached
+//! translations are shot down, and the next access must fail the check instead of running on
+//! with a wrong frame.
 
 use xlat::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use xlat::os::MapKind;
@@ -28,6 +29,32 @@ fn corrupt_mapping(sim: &mut Simulation, vpn: Vpn, pfn: Pfn) -> usize {
     changed
 }
 
+/// Moves the Utopia TAR entry of `vpn` in the 4 KiB RestSeg to the neighbouring way of its
+/// set (the two 4-byte entries of its word swap), so the RestSeg walk finds the page in the
+/// wrong slot; returns how many entries it moved.
+fn corrupt_tar(sim: &mut Simulation, cfg: &SimConfig, vpn: Vpn) -> usize {
+    let layout =
+        xlat::schemes::utopia::restseg::Layout::new(&cfg.schemes.utopia, cfg.os.physmem.bytes, 48)
+            .unwrap();
+    let seg = layout
+        .segs
+        .iter()
+        .find(|s| s.page == PageSize::Size4K)
+        .unwrap();
+    assert_eq!(seg.entry_bytes, 4);
+    let (_, tag) = seg.index(vpn);
+    let entry = seg.tar_value(tag);
+    let mut changed = 0;
+    for w in sim.translation_memory().words_mut() {
+        let (lo, hi) = (*w & 0xffff_ffff, *w >> 32);
+        if lo == entry || hi == entry {
+            *w = (lo << 32) | hi;
+            changed += 1;
+        }
+    }
+    changed
+}
+
 #[test]
 fn verify_reports_a_corrupted_entry_in_every_scheme() {
     for preset in xlat::config::presets::names() {
@@ -44,7 +71,7 @@ fn verify_reports_a_corrupted_entry_in_every_scheme() {
             ],
         )
         .unwrap();
-        let mut sim = Simulation::new(cfg).unwrap();
+        let mut sim = Simulation::new(cfg.clone()).unwrap();
         let pid = 0;
         let va = sim
             .address_spaces()
@@ -62,10 +89,12 @@ fn verify_reports_a_corrupted_entry_in_every_scheme() {
             .expect("mapped by the first access");
         assert_eq!(size, PageSize::Size4K, "{preset}");
         let vpn = rec.vaddr.vpn();
-        assert!(
-            corrupt_mapping(&mut sim, vpn, pfn) > 0,
-            "{preset}: nothing maps the page"
-        );
+        let changed = if cfg.scheme == "utopia" {
+            corrupt_tar(&mut sim, &cfg, vpn)
+        } else {
+            corrupt_mapping(&mut sim, vpn, pfn)
+        };
+        assert!(changed > 0, "{preset}: nothing maps the page");
         // Untouched, the cached translation is still right.
         sim.step(&rec).unwrap();
         sim.shootdown(pid, &[(vpn, PageSize::Size4K)]);

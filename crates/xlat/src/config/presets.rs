@@ -37,6 +37,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         include_str!("../../../../python/xlat/presets/rmm.toml"),
     ),
     (
+        "utopia",
+        include_str!("../../../../python/xlat/presets/utopia.toml"),
+    ),
+    (
         "champsim",
         include_str!("../../../../python/xlat/presets/champsim.toml"),
     ),

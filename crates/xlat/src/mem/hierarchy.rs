@@ -34,6 +34,13 @@ pub enum Level {
 
 impl Level {
     pub const ALL: [Level; 4] = [Level::L1d, Level::L2, Level::Llc, Level::Dram];
+    /// Names of the levels in stats, in order.
+    pub const NAMES: [&'static str; 4] = ["l1", "l2", "llc", "dram"];
+
+    /// Counts per level (`[l1, l2, llc, dram]`) as a stats map by level name.
+    pub fn named_counts(counts: [u64; 4]) -> std::collections::BTreeMap<&'static str, u64> {
+        Level::NAMES.into_iter().zip(counts).collect()
+    }
 }
 
 impl WalkerEntry {

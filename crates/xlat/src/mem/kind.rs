@@ -8,10 +8,10 @@ use serde::Serialize;
 pub struct MemKind(pub u8);
 
 /// Number of distinct kinds (size of per-kind stat arrays).
-pub const KINDS: usize = 10;
+pub const KINDS: usize = 12;
 
 const NAMES: [&str; KINDS] = [
-    "data", "pt1", "pt2", "pt3", "pt4", "pt5", "hpt", "cwt", "pomtlb", "range",
+    "data", "pt1", "pt2", "pt3", "pt4", "pt5", "hpt", "cwt", "pomtlb", "range", "tar", "sf",
 ];
 
 impl MemKind {
@@ -25,6 +25,10 @@ impl MemKind {
     /// A node of an RMM range table (a B-tree of range translations), read by the range-table
     /// walker in the background after a page walk.
     pub const RANGE: MemKind = MemKind(9);
+    /// A line of a Utopia tag array (TAR): the tags of a RestSeg set, read by the RestSeg walk.
+    pub const TAR: MemKind = MemKind(10);
+    /// A line of a Utopia set filter (SF): per-set page counters of a RestSeg.
+    pub const SF: MemKind = MemKind(11);
 
     /// An entry of the radix page table at `level` (1 = PT … 4 = PML4, 5 = PML5).
     pub const fn pt_level(level: u32) -> MemKind {

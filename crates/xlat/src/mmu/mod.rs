@@ -82,18 +82,22 @@ pub trait MmuScheme: Send + 'static {
     /// TLB's latency and nothing is cached or walked (Utopia's P-TLB).
     const PERFECT: bool = false;
 
-    /// Side paths looked up in parallel with the L2 TLB, at cycle `now`. When the L2 TLB
-    /// misses and a side path hits, the translation costs the slower of the two lookups and
-    /// fills the L1 TLB (an L2 hit wins: it is the cheaper of equal answers).
-    fn side_lookup(
+    /// Side paths looked up in parallel with the L2 TLB, at cycle `now`, reading the tables
+    /// of process `asid` from `tables` if they need to (a RestSeg walk reads its TAR and SF).
+    /// Returns the translation, if a side path has it, and the cycles the side paths took.
+    /// When the L2 TLB misses and a side path hits, the translation costs the slower of the
+    /// two lookups and fills the L1 TLB (an L2 hit wins: it is the cheaper of equal answers);
+    /// when both miss, the walk starts once both have answered.
+    fn side_lookup<P: PageTables<Table = Self::Table>>(
         &mut self,
         _va: VirtAddr,
         _asid: u16,
         _now: u64,
+        _tables: &P,
         _mem: &mut Hierarchy,
         _shared: &mut Self::Shared,
-    ) -> Option<StageHit> {
-        None
+    ) -> (Option<StageHit>, u64) {
+        (None, 0)
     }
 
     /// An L3 TLB level probed after the L2 TLB (and side paths) miss, before the walk.
@@ -282,7 +286,7 @@ pub struct FaultRequest {
     /// The walker that walked (unused by a perfect TLB).
     slot: usize,
     /// Cycle the failed walk ended.
-    walked: u64,
+    pub walked: u64,
     /// Cycles before the walk (TLB levels, L3).
     before_walk: u64,
 }
@@ -384,9 +388,9 @@ impl<S: MmuScheme> Mmu<S> {
         self.counters.l1_misses += 1;
         let l2_latency = self.l2.latency;
         let l2_hit = self.l2.lookup(va, asid);
-        let side = self
-            .scheme
-            .side_lookup(va, asid, now + latency, mem, shared);
+        let (side, side_latency) =
+            self.scheme
+                .side_lookup(va, asid, now + latency, tables, mem, shared);
         let hit = match (l2_hit, side) {
             (Some((pfn, size)), _) => Some((pfn, size, l2_latency, Found::L2)),
             (None, Some(s)) => Some((s.pfn, s.size, l2_latency.max(s.latency), Found::Side)),
@@ -402,7 +406,7 @@ impl<S: MmuScheme> Mmu<S> {
                 found,
             }));
         }
-        latency += l2_latency;
+        latency += l2_latency.max(side_latency);
         self.counters.l2_misses += 1;
         let (l3_hit, l3_latency) = self.scheme.l3_lookup(va, asid, now + latency, mem, shared);
         latency += l3_latency;
@@ -534,6 +538,21 @@ impl<S: MmuScheme> Mmu<S> {
                 paddr: translate(f.va, pfn, size),
                 size,
                 latency: resume + f.before_walk - f.issued,
+                found: Found::Fault { resume },
+            });
+        }
+        // The side paths may hold the new page (Utopia allocates in a RestSeg at the fault,
+        // and only the RestSeg walk finds it there); otherwise the walk does. The walk starts
+        // at `resume` either way, as it did before side paths existed.
+        if let (Some(hit), latency) = self
+            .scheme
+            .side_lookup(f.va, asid, resume, tables, mem, shared)
+        {
+            self.l1_of(f.op).fill(f.va, asid, hit.pfn, hit.size);
+            return Ok(Translation {
+                paddr: translate(f.va, hit.pfn, hit.size),
+                size: hit.size,
+                latency: resume + latency - f.issued,
                 found: Found::Fault { resume },
             });
         }
@@ -690,4 +709,28 @@ pub struct TlbLevelSnapshot {
     pub total: TlbStats,
     #[serde(flatten)]
     pub arrays: BTreeMap<String, TlbStats>,
+}
+
+/// What unit tests of a scheme's stages hand them as the OS: one process's table.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    pub struct OneTable<'a, T> {
+        pub table: &'a T,
+        pub store: &'a PtStore,
+    }
+
+    impl<T: PageTable> PageTables for OneTable<'_, T> {
+        type Table = T;
+        fn table(&self, _pid: u16) -> Result<&T> {
+            Ok(self.table)
+        }
+        fn store(&self) -> &PtStore {
+            self.store
+        }
+        fn truth(&self, _pid: u16, _va: VirtAddr) -> Option<(Pfn, PageSize)> {
+            None
+        }
+    }
 }

@@ -105,10 +105,9 @@ impl WalkRefStats {
     }
 
     pub fn snapshot(&self) -> WalkRefSnapshot {
-        let names = ["l1", "l2", "llc", "dram"];
         WalkRefSnapshot {
             total: self.by_level.iter().sum(),
-            by_level: names.iter().copied().zip(self.by_level).collect(),
+            by_level: Level::named_counts(self.by_level),
             by_kind: MemKind::all()
                 .filter(|k| self.by_kind[k.index()] > 0)
                 .map(|k| (k.name(), self.by_kind[k.index()]))

@@ -3,10 +3,29 @@
 //! bucket, a memory node) supplies its own policy instead of the buddy allocator's choice.
 
 use crate::addr::{PageSize, Pfn, Vpn};
+use crate::error::Result;
 use crate::mem::physmem::BuddyAllocator;
+
+/// A page the frame policy displaced to make room for another: the OS moves it from `from` to
+/// `to` (remap, copy, shootdown) after mapping the page that took its place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Eviction {
+    pub pid: u16,
+    /// First 4 KiB page of the evicted page.
+    pub vpn: Vpn,
+    pub size: PageSize,
+    pub from: Pfn,
+    pub to: Pfn,
+}
 
 /// Chooses the frame of a new page.
 pub trait FramePolicy: Send {
+    /// Take the memory the policy manages itself out of `buddy` at boot, before fragmentation
+    /// injection (Utopia's RestSegs). Most policies manage none.
+    fn reserve(&mut self, _buddy: &mut BuddyAllocator) -> Result<()> {
+        Ok(())
+    }
+
     /// A free, aligned block for the `size` page at `vpn` of process `pid`, taken from
     /// `buddy`, or `None` if the policy has none (the OS then tries a smaller size or fails).
     fn frame(
@@ -31,6 +50,24 @@ pub trait FramePolicy: Send {
         let order = buddy.largest_free_order()?.min(max_order);
         buddy.alloc(order).map(|p| (p, order))
     }
+
+    /// The `size` page at `pfn` was unmapped: give its frame back (to `buddy`, unless the
+    /// policy manages it).
+    fn free(&mut self, buddy: &mut BuddyAllocator, pfn: Pfn, size: PageSize) {
+        buddy.free(pfn, size.order());
+    }
+
+    /// Pages displaced by the frames chosen since the last call, for the OS to move.
+    fn take_evictions(&mut self) -> Vec<Eviction> {
+        Vec::new()
+    }
+
+    /// The policy's own statistics (the `os.frames` subtree), if any.
+    fn stats(&self) -> Option<serde_json::Value> {
+        None
+    }
+
+    fn reset_stats(&mut self) {}
 }
 
 /// Any free block of the right order, as Linux's page allocator gives.

@@ -5,7 +5,7 @@
 mod frames;
 mod process;
 
-pub use frames::{BuddyFrames, FramePolicy};
+pub use frames::{BuddyFrames, Eviction, FramePolicy};
 use process::Paging;
 pub use process::{MapKind, Process, Vma};
 
@@ -94,6 +94,18 @@ pub struct FaultStats {
     /// 4 KiB pages compaction migrated to make room for contiguous page-table blocks (each
     /// remapped and shot down).
     pub migrated: u64,
+    /// Pages the frame policy evicted to make room for a faulting page (Utopia's RestSeg
+    /// conflicts), each moved to a new frame, copied and shot down.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub evicted: u64,
+    /// Cycles the faulting cores waited for those copies, which ran through the memory
+    /// hierarchy (part of `cycles`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub copy_cycles: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -118,8 +130,19 @@ pub struct Os<T: PageTable> {
     /// Frames pinned by fragmentation injection ("other programs"), never freed.
     pinned: Vec<Pfn>,
     fmfi_initial: f64,
-    /// Pages whose mapping compaction changed, for the MMU to shoot down.
-    shootdowns: Vec<(u16, Vpn)>,
+    /// Pages whose mapping changed under the MMU (compaction, evictions), for it to shoot
+    /// down.
+    shootdowns: Vec<(u16, Vpn, PageSize)>,
+    /// Pages whose contents moved (evictions), for the memory hierarchy to copy.
+    copies: Vec<PageCopy>,
+}
+
+/// A page's contents copied from one frame to another: the memory traffic of a migration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageCopy {
+    pub from: Pfn,
+    pub to: Pfn,
+    pub size: PageSize,
 }
 
 impl<T: PageTable> Os<T> {
@@ -129,9 +152,10 @@ impl<T: PageTable> Os<T> {
         cfg: &OsConfig,
         seed: u64,
         new_table: TableFactory<T>,
-        frames: Box<dyn FramePolicy>,
+        mut frames: Box<dyn FramePolicy>,
     ) -> Result<Os<T>> {
         let mut buddy = BuddyAllocator::new(cfg.physmem.bytes / 4096);
+        frames.reserve(&mut buddy)?;
         let mut rng = Rng::new(seed, rng::stream::FRAGMENTATION);
         // The contiguous region is taken before fragmentation and given back after it, so no
         // pin lands in it.
@@ -163,6 +187,7 @@ impl<T: PageTable> Os<T> {
             pinned,
             fmfi_initial,
             shootdowns: Vec::new(),
+            copies: Vec::new(),
         })
     }
 
@@ -233,8 +258,8 @@ impl<T: PageTable> Os<T> {
     /// down its TLB entries.
     pub fn munmap(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<Vec<(Vpn, PageSize)>> {
         self.stats.munmaps += 1;
-        let (p, mut ctx, _) = self.process_and_pt(pid)?;
-        p.munmap(&mut ctx, va, bytes)
+        let (p, mut ctx, frames) = self.process_and_pt(pid)?;
+        p.munmap(&mut ctx, frames, va, bytes)
     }
 
     /// Handle a page fault at `va`: choose a page size, allocate the frame(s), write the page
@@ -259,6 +284,8 @@ impl<T: PageTable> Os<T> {
             self.stats.faults.populated += 1;
             at = (at & !size.mask()) + size.bytes();
         }
+        // Pages evicted on the way moved before the program's measured part: no copy to time.
+        self.copies.clear();
         Ok(())
     }
 
@@ -274,6 +301,9 @@ impl<T: PageTable> Os<T> {
         let mut rehash_cycles = p.pt.take_rehash_cycles();
         self.stats.faults = faults;
         let (pfn, size) = mapped?;
+        let (evict_alloc, evict_rehash) = self.move_evicted()?;
+        alloc_cycles += evict_alloc;
+        rehash_cycles += evict_rehash;
         let (remap_alloc, remap_rehash) = self.remap_migrated()?;
         alloc_cycles += remap_alloc;
         rehash_cycles += remap_rehash;
@@ -302,7 +332,7 @@ impl<T: PageTable> Os<T> {
                     if let Some(vpn) = p.migrate(&mut ctx, old, new)? {
                         cycles += p.pt.take_alloc_cycles();
                         rehash += p.pt.take_rehash_cycles();
-                        self.shootdowns.push((p.pid, vpn));
+                        self.shootdowns.push((p.pid, vpn, PageSize::Size4K));
                         self.stats.faults.migrated += 1;
                         break;
                     }
@@ -311,10 +341,42 @@ impl<T: PageTable> Os<T> {
         }
     }
 
+    /// Move the pages the frame policy evicted to their new frames; returns the page-table
+    /// allocation and rehash cycles the remaps cost.
+    fn move_evicted(&mut self) -> Result<(u64, u64)> {
+        let mut cycles = (0, 0);
+        for e in self.frames.take_evictions() {
+            let (p, mut ctx, _) = self.process_and_pt(e.pid)?;
+            p.relocate(&mut ctx, e.vpn, e.size, e.to)?;
+            cycles.0 += p.pt.take_alloc_cycles();
+            cycles.1 += p.pt.take_rehash_cycles();
+            self.shootdowns.push((e.pid, e.vpn, e.size));
+            self.copies.push(PageCopy {
+                from: e.from,
+                to: e.to,
+                size: e.size,
+            });
+            self.stats.faults.evicted += 1;
+        }
+        Ok(cycles)
+    }
+
     /// Pages whose mapping changed under the MMU since the last call (compaction migrated
-    /// them): their TLB entries must be shot down.
-    pub fn take_shootdowns(&mut self) -> Vec<(u16, Vpn)> {
+    /// them, the frame policy evicted them): their TLB entries must be shot down.
+    pub fn take_shootdowns(&mut self) -> Vec<(u16, Vpn, PageSize)> {
         std::mem::take(&mut self.shootdowns)
+    }
+
+    /// Pages whose contents moved since the last call: the copies occupy the memory
+    /// hierarchy (the caller runs them through it).
+    pub fn take_copies(&mut self) -> Vec<PageCopy> {
+        std::mem::take(&mut self.copies)
+    }
+
+    /// Restart the counters (end of warm-up); contents stay.
+    pub fn reset_stats(&mut self) {
+        self.stats = OsStats::default();
+        self.frames.reset_stats();
     }
 
     /// The ground-truth mapping of `va` in `pid`.
@@ -340,6 +402,7 @@ impl<T: PageTable> Os<T> {
                 .enumerate()
                 .filter_map(|(pid, p)| Some((pid.to_string(), p.pt.stats()?)))
                 .collect(),
+            frames: self.frames.stats(),
             physmem: PhysMemSnapshot {
                 total_frames: self.buddy.total_frames(),
                 free_frames: self.buddy.free_frames(),
@@ -435,6 +498,9 @@ pub struct OsSnapshot {
     /// (hashed tables: resizes, contiguous allocations, L2P use...).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub pt: std::collections::BTreeMap<String, serde_json::Value>,
+    /// The frame policy's statistics, for policies that keep their own (Utopia's RestSegs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames: Option<serde_json::Value>,
     pub physmem: PhysMemSnapshot,
 }
 

@@ -412,9 +412,42 @@ impl<T: PageTable> Process<T> {
         Ok(Some(vpn))
     }
 
+    /// Move the `size` page at `vpn` to the frame `to` (the frame policy evicted it from its
+    /// frame, which another page holds now): remap it and record the move.
+    pub(super) fn relocate(
+        &mut self,
+        ctx: &mut PtContext,
+        vpn: Vpn,
+        size: PageSize,
+        to: Pfn,
+    ) -> Result<()> {
+        let key = vpn.0 >> size.order();
+        let from = self.truth[size.index()].get(&key).copied().ok_or_else(|| {
+            Error::Workload(format!(
+                "pid {} has no {size} page at {:?} to move",
+                self.pid,
+                vpn.addr()
+            ))
+        })?;
+        // The table may have lost the old mapping already, if the page that took the frame
+        // is this process's and its entry replaced this one's.
+        self.pt.unmap(ctx, vpn, size);
+        self.pt.map(ctx, vpn, to, size)?;
+        self.truth[size.index()].insert(key, to);
+        if size == PageSize::Size4K {
+            if self.frames.get(&from.0) == Some(&vpn) {
+                self.frames.remove(&from.0);
+            }
+            self.frames.insert(to.0, vpn);
+            ctx.buddy.mark_movable([to]);
+        }
+        Ok(())
+    }
+
     pub(super) fn munmap(
         &mut self,
         ctx: &mut PtContext,
+        frames: &mut dyn FramePolicy,
         va: VirtAddr,
         bytes: u64,
     ) -> Result<Vec<(Vpn, PageSize)>> {
@@ -447,7 +480,7 @@ impl<T: PageTable> Process<T> {
                     self.frames.remove(&pfn.0);
                     ctx.buddy.unmark_movable(pfn);
                 }
-                ctx.buddy.free(pfn, size.order());
+                frames.free(ctx.buddy, pfn, size);
                 if size != PageSize::Size1G {
                     dec(&mut self.small_in_1g, base.0 >> 18);
                 }

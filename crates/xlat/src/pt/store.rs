@@ -104,6 +104,24 @@ impl PtStore {
         self.frames[slot as usize - 1][((addr.0 & 0xfff) >> 3) as usize] = value;
     }
 
+    /// Read the `width`-bit field (1..=64 bits, inside one word) at bit `bit` of the
+    /// structure at `base` (8-byte aligned): a TAR tag or an SF counter.
+    #[inline]
+    pub fn read_bits(&self, base: PhysAddr, bit: u64, width: u64) -> u64 {
+        let word = self.read(PhysAddr(base.0 + bit / 64 * 8));
+        (word >> (bit % 64)) & field_mask(bit, width)
+    }
+
+    /// Write the `width`-bit field at bit `bit` of the structure at `base`, keeping the rest
+    /// of its word.
+    pub fn write_bits(&mut self, base: PhysAddr, bit: u64, width: u64, value: u64) {
+        let addr = PhysAddr(base.0 + bit / 64 * 8);
+        let mask = field_mask(bit, width);
+        debug_assert_eq!(value & !mask, 0, "value wider than its field");
+        let word = self.read(addr) & !(mask << (bit % 64));
+        self.write(addr, word | (value & mask) << (bit % 64));
+    }
+
     /// Every word of every frame holding table contents, for fault-injection tests: what a
     /// corrupted entry makes the MMU do is what `--verify` must catch.
     pub fn words_mut(&mut self) -> impl Iterator<Item = &mut u64> + '_ {
@@ -127,6 +145,17 @@ impl PtStore {
     }
 }
 
+/// The mask of a `width`-bit field at bit `bit`, which must not straddle a word.
+#[inline]
+fn field_mask(bit: u64, width: u64) -> u64 {
+    debug_assert!((1..=64).contains(&width) && bit % 64 + width <= 64);
+    if width == 64 {
+        u64::MAX
+    } else {
+        (1 << width) - 1
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +176,23 @@ mod tests {
         s.zero_frame(Pfn(9)); // reuses the released slot, zeroed
         assert_eq!(s.read(PhysAddr(Pfn(9).addr().0 + 64)), 0);
         assert_eq!(s.frames(), 2);
+    }
+
+    #[test]
+    fn bit_fields_keep_their_neighbours() {
+        let mut s = PtStore::new();
+        s.zero_frame(Pfn(3));
+        let base = Pfn(3).addr();
+        for i in 0..32 {
+            s.write_bits(base, i * 4, 4, i % 16);
+        }
+        s.write_bits(base, 64 + 32, 32, 0xdead_beef);
+        for i in 0..16 {
+            assert_eq!(s.read_bits(base, i * 4, 4), i % 16);
+        }
+        assert_eq!(s.read_bits(base, 64 + 32, 32), 0xdead_beef);
+        assert_eq!(s.read_bits(base, 64, 4), 0);
+        s.write_bits(base, 128, 64, u64::MAX);
+        assert_eq!(s.read_bits(base, 128, 64), u64::MAX);
     }
 }

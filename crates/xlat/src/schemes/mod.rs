@@ -17,6 +17,7 @@ pub mod perfect_tlb;
 pub mod pom_tlb;
 pub mod radix;
 pub mod rmm;
+pub mod utopia;
 
 use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
@@ -31,6 +32,8 @@ pub struct BuildCtx<'a> {
     pub sections: &'a SchemeSections,
     pub mmu: &'a MmuConfig,
     pub seed: u64,
+    /// Bytes of physical memory (`os.physmem.bytes`).
+    pub physmem_bytes: u64,
 }
 
 /// The page-table organisation of scheme `S`.
@@ -54,8 +57,8 @@ pub trait Scheme: 'static {
     fn new_table(ctx: &BuildCtx, pt: &mut PtContext, pid: u16) -> Result<TableOf<Self>>;
 
     /// The frame policy of the OS (default: the buddy allocator's choice).
-    fn frames(_ctx: &BuildCtx) -> Box<dyn FramePolicy> {
-        Box::new(BuddyFrames)
+    fn frames(_ctx: &BuildCtx) -> Result<Box<dyn FramePolicy>> {
+        Ok(Box::new(BuddyFrames))
     }
 }
 
@@ -94,6 +97,8 @@ registry! {
         "radix with a 64K-entry DRAM-resident L3 TLB probed through the caches (POM-TLB, ISCA'17)";
     "rmm" => rmm::Rmm,
         "Redundant Memory Mappings: range TLB beside the L2 TLB, B-tree range table, eager paging";
+    "utopia" => utopia::Utopia,
+        "Utopia: set-associative RestSegs (TAR/SF, RestSeg walk beside the L2 TLB) + radix FlexSeg";
 }
 
 /// The config sections of the schemes: `name: Type;` each becomes `[schemes.<name>]`, with
@@ -121,6 +126,7 @@ sections! {
     hashed: hashed::HashedSchemeConfig;
     pom_tlb: pom_tlb::PomTlbConfig;
     rmm: rmm::RmmConfig;
+    utopia: utopia::UtopiaConfig;
 }
 
 fn unknown(name: &str) -> Error {

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
 use crate::mem::{Hierarchy, Level, MemKind};
 use crate::mmu::walk::WalkPlan;
-use crate::mmu::{stats_value, MmuScheme, StageHit};
+use crate::mmu::{stats_value, MmuScheme, PageTables, StageHit};
 use crate::pt::store::PtStore;
 use crate::pt::PtContext;
 use range_tlb::RangeTlb;
@@ -153,20 +153,22 @@ impl MmuScheme for RmmMmu {
     type Shared = ();
 
     #[inline]
-    fn side_lookup(
+    fn side_lookup<P: PageTables<Table = RmmTable>>(
         &mut self,
         va: VirtAddr,
         asid: u16,
         now: u64,
+        _tables: &P,
         _mem: &mut Hierarchy,
         _: &mut (),
-    ) -> Option<StageHit> {
+    ) -> (Option<StageHit>, u64) {
         let vpn = va.vpn().0;
-        self.tlb.lookup(vpn, asid, now).map(|r| StageHit {
+        let hit = self.tlb.lookup(vpn, asid, now).map(|r| StageHit {
             pfn: r.frame(vpn),
             size: PageSize::Size4K,
             latency: self.tlb_latency,
-        })
+        });
+        (hit, self.tlb_latency)
     }
 
     #[inline]
@@ -214,9 +216,8 @@ impl MmuScheme for RmmMmu {
     }
 
     fn stats(&self) -> BTreeMap<&'static str, serde_json::Value> {
-        let names = ["l1", "l2", "llc", "dram"];
         let walk = RangeWalkStats {
-            by_level: names.iter().copied().zip(self.by_level).collect(),
+            by_level: Level::named_counts(self.by_level),
             ..self.walk.clone()
         };
         BTreeMap::from([

@@ -6,6 +6,7 @@ use super::range_tlb::RangeTlb;
 use super::*;
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::mem::physmem::BuddyAllocator;
+use crate::mmu::testing::OneTable;
 use crate::pt::store::PtStore;
 use crate::pt::{PageTable, PtContext};
 use proptest::prelude::*;
@@ -322,6 +323,7 @@ fn rmm_parts() -> (RmmMmu, Hierarchy) {
         sections: &cfg.schemes,
         mmu: &cfg.mmu,
         seed: 1,
+        physmem_bytes: cfg.os.physmem.bytes,
     };
     let mem = Hierarchy::new(&cfg.cache, &cfg.dram, cfg.core.frequency_ghz, 1);
     (RmmMmu::new(&ctx), mem)
@@ -360,22 +362,24 @@ fn shootdown_drops_exactly_the_ranges_overlapping_the_page() {
         mmu.after_walk(va, asid, pfn, size, &pt, &mem.store, 0, &mut hier, &mut ());
     }
     assert_eq!(mmu.range_tlb().len(), 3);
-    let hit = mmu
-        .side_lookup(VirtAddr(0x120 << 12), 3, 10_000, &mut hier, &mut ())
-        .unwrap();
+    let tables = OneTable {
+        table: &pt,
+        store: &mem.store,
+    };
+    let side = |mmu: &mut RmmMmu, hier: &mut Hierarchy, page: u64, asid: u16| {
+        let (hit, latency) =
+            mmu.side_lookup(VirtAddr(page << 12), asid, 10_000, &tables, hier, &mut ());
+        assert_eq!(latency, 12, "a range TLB lookup, hit or miss");
+        hit
+    };
+    let hit = side(&mut mmu, &mut hier, 0x120, 3).unwrap();
     assert_eq!((hit.pfn, hit.size), (Pfn(0x5020), PageSize::Size4K));
     // Shoot down one page of pid 3's first range.
     mmu.invalidate(Vpn(0x130), PageSize::Size4K, 3, &mut ());
     assert_eq!(mmu.range_tlb().len(), 2);
-    assert!(mmu
-        .side_lookup(VirtAddr(0x120 << 12), 3, 10_000, &mut hier, &mut ())
-        .is_none());
-    assert!(mmu
-        .side_lookup(VirtAddr(0x220 << 12), 3, 10_000, &mut hier, &mut ())
-        .is_some());
-    assert!(mmu
-        .side_lookup(VirtAddr(0x120 << 12), 4, 10_000, &mut hier, &mut ())
-        .is_some());
+    assert!(side(&mut mmu, &mut hier, 0x120, 3).is_none());
+    assert!(side(&mut mmu, &mut hier, 0x220, 3).is_some());
+    assert!(side(&mut mmu, &mut hier, 0x120, 4).is_some());
     // A 2 MiB shootdown covering the second range drops it too; flush keeps the rest.
     mmu.invalidate(Vpn(0x200), PageSize::Size2M, 3, &mut ());
     mmu.flush();

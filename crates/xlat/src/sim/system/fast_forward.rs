@@ -18,7 +18,6 @@
 //! it, and the detailed run starts at that clock.
 
 use super::System;
-use crate::addr::PageSize;
 use crate::error::Result;
 use crate::mem::{Level, MemKind, Timing};
 use crate::mmu::Outcome;
@@ -94,9 +93,11 @@ impl<S: Scheme> System<S> {
         self.cores[c].runs(rec.pid);
         if self.os.truth(rec.pid, rec.vaddr).is_none() {
             self.os.fault(rec.pid, rec.vaddr)?;
-            for (owner, vpn) in self.os.take_shootdowns() {
-                self.shoot_down(c, owner, &[(vpn, PageSize::Size4K)]);
+            for (owner, vpn, size) in self.os.take_shootdowns() {
+                self.shoot_down(c, owner, &[(vpn, size)]);
             }
+            // Functional: the copies of moved pages take no time.
+            self.os.take_copies();
         }
         self.skipped.records += 1;
         self.skipped.instructions += u64::from(rec.instr_delta) + u64::from(!rec.joins_previous());

@@ -15,7 +15,7 @@
 mod fast_forward;
 
 use super::SimConfig;
-use crate::addr::{PageSize, Vpn};
+use crate::addr::{PageSize, PhysAddr, Vpn};
 use crate::core::Core;
 use crate::error::{Error, Result};
 use crate::mem::{Hierarchy, Level, MemKind};
@@ -152,6 +152,7 @@ fn build_ctx(cfg: &SimConfig) -> BuildCtx<'_> {
         sections: &cfg.schemes,
         mmu: &cfg.mmu,
         seed: cfg.seed,
+        physmem_bytes: cfg.os.physmem.bytes,
     }
 }
 
@@ -162,7 +163,7 @@ pub fn boot_os<S: Scheme>(cfg: &SimConfig) -> Result<Os<TableOf<S>>> {
     let own = cfg.clone();
     let new_table =
         Box::new(move |pt: &mut PtContext, pid| S::new_table(&build_ctx(&own), pt, pid));
-    Os::new(&cfg.os, cfg.seed, new_table, S::frames(&build_ctx(cfg)))
+    Os::new(&cfg.os, cfg.seed, new_table, S::frames(&build_ctx(cfg))?)
 }
 
 impl<S: Scheme> System<S> {
@@ -269,11 +270,12 @@ impl<S: Scheme> System<S> {
     #[cold]
     fn fault(&mut self, c: usize, f: FaultRequest) -> Result<Translation> {
         let (_, _, mut fault_cycles) = self.os.fault(f.pid, f.va)?;
-        for (owner, vpn) in self.os.take_shootdowns() {
-            fault_cycles += self.shoot_down(c, owner, &[(vpn, PageSize::Size4K)]);
+        for (owner, vpn, size) in self.os.take_shootdowns() {
+            fault_cycles += self.shoot_down(c, owner, &[(vpn, size)]);
         }
+        let older_retired = self.cores[c].core.older_retired();
+        fault_cycles += self.copy_pages(f.walked.max(older_retired));
         let unit = &mut self.cores[c];
-        let older_retired = unit.core.older_retired();
         let t = unit.mmu.finish_fault(
             f,
             older_retired,
@@ -286,6 +288,30 @@ impl<S: Scheme> System<S> {
             unit.core.refetch_from(resume);
         }
         Ok(t)
+    }
+
+    /// Run the copies of the pages the OS moved, from cycle `start`, through the current
+    /// core's caches as the kernel's page copy does: every line read from the old frame and
+    /// written to the new one, all issued at once so that the L1D's MSHRs and DRAM's banks
+    /// bound how fast they go. Returns the cycles until the last line is written, which the
+    /// faulting core waits (the copy is part of its fault).
+    fn copy_pages(&mut self, start: u64) -> u64 {
+        let mut end = start;
+        for cp in self.os.take_copies() {
+            for offset in (0..cp.size.bytes()).step_by(64) {
+                let read = PhysAddr(cp.from.addr().0 + offset);
+                let (r, _) = self
+                    .mem
+                    .access(read, MemKind::DATA, false, start, Level::L1d);
+                let write = PhysAddr(cp.to.addr().0 + offset);
+                let (w, _) = self
+                    .mem
+                    .access(write, MemKind::DATA, true, start + r, Level::L1d);
+                end = end.max(start + r + w);
+            }
+        }
+        self.os.stats.faults.copy_cycles += end - start;
+        end - start
     }
 
     /// Invalidate `pages` of `pid` on core `initiator` and on every other core that has run
@@ -347,7 +373,7 @@ impl<S: Scheme> System<S> {
         }
         S::Mmu::reset_shared_stats(&mut self.shared);
         self.mem.reset_stats();
-        self.os.stats = Default::default();
+        self.os.reset_stats();
         self.ipi = IpiCounters::default();
         self.barriers = BarrierCounters::default();
     }

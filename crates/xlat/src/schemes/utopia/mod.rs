@@ -1,0 +1,221 @@
+//! `utopia`: hybrid restrictive and flexible address mapping (Kanellopoulos et al., Utopia,
+//! §4-§6; docs/schemes/utopia.md).
+//!
+//! * **Memory** ([`restseg`]): at boot the OS takes restrictive segments (RestSegs) out of
+//!   physical memory: set-associative memory of one page size each (Table 1: one 512 MB,
+//!   16-way RestSeg of 4 KiB pages and one of 2 MiB pages). The rest is the FlexSeg, managed
+//!   by the buddy allocator and mapped by the radix table as on the baseline.
+//! * **OS** ([`placement`]): page-fault-based allocation (§5.5): every fault of a page size a
+//!   RestSeg holds takes a way of the set the VPN hashes to; a full set evicts a page chosen
+//!   by DRRIP to the FlexSeg (remapped, copied through the memory hierarchy, shot down).
+//! * **Tables** ([`table`]): per process, a radix table for FlexSeg pages and, per RestSeg, a
+//!   tag array (TAR) and a set filter (SF) in simulated memory.
+//! * **MMU** ([`rsw`]): the RestSeg walk runs beside the L2 TLB through 2 KB SF and TAR
+//!   caches; a hit supplies the frame, a miss lets the radix walk (with its PWCs) start.
+//!
+//! Not yet modelled: the PTE-based migration of costly-to-translate pages from the FlexSeg
+//! into RestSegs (§5.5), swapping, and an accessed bit in the TAR for DRRIP to see reuse.
+
+pub mod placement;
+pub mod restseg;
+pub mod rsw;
+pub mod table;
+#[cfg(test)]
+mod tests;
+
+use super::radix::RadixWalker;
+use super::{BuildCtx, Scheme, TableOf};
+use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
+use crate::error::{Error, Result};
+use crate::mem::physmem::BuddyAllocator;
+use crate::mem::Hierarchy;
+use crate::mmu::walk::WalkPlan;
+use crate::mmu::{stats_value, MmuScheme, PageTables, StageHit};
+use crate::os::FramePolicy;
+use crate::pt::store::PtStore;
+use crate::pt::PtContext;
+use crate::rng::{self, Rng};
+use placement::RestSegPlacement;
+use restseg::Layout;
+use rsw::RestSegWalker;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+pub use table::UtopiaTable;
+
+/// One RestSeg of `[schemes.utopia]`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestSegConfig {
+    /// Bytes of memory: a power of two of at least `ways` pages.
+    pub bytes: u64,
+    /// Page size of every slot: `4K` or `2M`.
+    pub page: PageSize,
+    /// Associativity: a power of two, with one set's tags fitting a 64-byte line.
+    pub ways: u64,
+}
+
+/// `[schemes.utopia]`: the RestSegs and the MMU's SF and TAR caches. The FlexSeg's paging
+/// path (radix levels, PWCs) is `[schemes.radix]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UtopiaConfig {
+    /// The RestSegs, placed at the top of physical memory (an empty list is Radix).
+    pub restsegs: Vec<RestSegConfig>,
+    /// Bytes of the SF cache and of the TAR cache (Table 1: 2 KB each).
+    pub sf_cache_bytes: u64,
+    pub tar_cache_bytes: u64,
+    /// Cycles of an SF or TAR cache access (Table 1: 2).
+    pub cache_latency: u32,
+}
+
+impl Default for UtopiaConfig {
+    /// Utopia Table 1.
+    fn default() -> Self {
+        let seg = |page| RestSegConfig {
+            bytes: 512 << 20,
+            page,
+            ways: 16,
+        };
+        UtopiaConfig {
+            restsegs: vec![seg(PageSize::Size4K), seg(PageSize::Size2M)],
+            sf_cache_bytes: 2048,
+            tar_cache_bytes: 2048,
+            cache_latency: 2,
+        }
+    }
+}
+
+impl UtopiaConfig {
+    pub fn validate(&self, path: &str) -> Result<()> {
+        for (key, bytes) in [
+            ("sf_cache_bytes", self.sf_cache_bytes),
+            ("tar_cache_bytes", self.tar_cache_bytes),
+        ] {
+            if bytes < 64 || !bytes.is_multiple_of(64) || bytes > 1 << 20 {
+                return Err(Error::config(
+                    format!("{path}.{key}"),
+                    format!("must be a multiple of 64 bytes in 64..=1 MiB, got {bytes}"),
+                ));
+            }
+        }
+        let mut sizes: Vec<PageSize> = self.restsegs.iter().map(|r| r.page).collect();
+        sizes.sort_by_key(|s| s.index());
+        sizes.dedup();
+        if sizes.len() != self.restsegs.len() {
+            return Err(Error::config(
+                format!("{path}.restsegs"),
+                "at most one RestSeg per page size (a page may live in one set of one segment)"
+                    .to_string(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The RestSegs of the system `ctx` describes.
+fn layout(ctx: &BuildCtx) -> Result<Layout> {
+    let va_bits = if ctx.sections.radix.levels == 5 {
+        57
+    } else {
+        48
+    };
+    Layout::new(&ctx.sections.utopia, ctx.physmem_bytes, va_bits)
+}
+
+/// The MMU parts of Utopia: the FlexSeg's radix walker and the RestSeg walker.
+pub struct UtopiaMmu {
+    walker: RadixWalker,
+    rsw: RestSegWalker,
+}
+
+impl MmuScheme for UtopiaMmu {
+    type Table = UtopiaTable;
+    type Shared = ();
+
+    #[inline]
+    fn side_lookup<P: PageTables<Table = UtopiaTable>>(
+        &mut self,
+        va: VirtAddr,
+        asid: u16,
+        now: u64,
+        tables: &P,
+        mem: &mut Hierarchy,
+        _: &mut (),
+    ) -> (Option<StageHit>, u64) {
+        // A process without a table has no RestSeg pages; the walk reports the error.
+        match tables.table(asid) {
+            Ok(table) => self
+                .rsw
+                .walk(va.vpn(), asid, table, tables.store(), now, mem),
+            Err(_) => (None, 0),
+        }
+    }
+
+    #[inline]
+    fn plan_walk(
+        &mut self,
+        va: VirtAddr,
+        asid: u16,
+        table: &UtopiaTable,
+        store: &PtStore,
+        plan: &mut WalkPlan,
+    ) -> Option<(Pfn, PageSize)> {
+        self.walker.plan(va, asid, &table.radix, store, plan)
+    }
+
+    fn invalidate(&mut self, vpn: Vpn, size: PageSize, asid: u16, _: &mut ()) {
+        self.rsw.invalidate(vpn, size, asid);
+    }
+
+    fn flush(&mut self) {
+        self.walker.flush();
+    }
+
+    fn reset_stats(&mut self) {
+        self.walker.reset_stats();
+        self.rsw.reset_stats();
+    }
+
+    fn stats(&self) -> BTreeMap<&'static str, serde_json::Value> {
+        BTreeMap::from([
+            ("pwc", stats_value(&self.walker.pwc_snapshot())),
+            ("rsw", stats_value(&self.rsw.stats())),
+            ("sf_cache", stats_value(&self.rsw.sf_cache())),
+            ("tar_cache", stats_value(&self.rsw.tar_cache())),
+        ])
+    }
+}
+
+/// Utopia.
+pub struct Utopia;
+
+impl Scheme for Utopia {
+    type Mmu = UtopiaMmu;
+
+    fn shared(_: &BuildCtx, _: &mut BuddyAllocator) -> Result<()> {
+        Ok(())
+    }
+
+    fn mmu(ctx: &BuildCtx) -> Result<UtopiaMmu> {
+        let cfg = &ctx.sections.utopia;
+        Ok(UtopiaMmu {
+            walker: ctx.sections.radix.walker(),
+            rsw: RestSegWalker::new(
+                layout(ctx)?,
+                cfg.sf_cache_bytes,
+                cfg.tar_cache_bytes,
+                u64::from(cfg.cache_latency),
+                ctx.mmu.walker_entry.level(),
+            ),
+        })
+    }
+
+    fn new_table(ctx: &BuildCtx, pt: &mut PtContext, _pid: u16) -> Result<TableOf<Self>> {
+        UtopiaTable::new(pt, &layout(ctx)?, ctx.sections.radix.levels)
+    }
+
+    fn frames(ctx: &BuildCtx) -> Result<Box<dyn FramePolicy>> {
+        let rng = Rng::new(ctx.seed, rng::stream::PLACEMENT);
+        Ok(Box::new(RestSegPlacement::new(layout(ctx)?, rng)))
+    }
+}

@@ -1,0 +1,262 @@
+//! The OS side of the RestSegs (Utopia §5.5-§5.6): page-fault-based allocation into the set
+//! a page hashes to, the global TAR that says which page of which process holds each slot,
+//! DRRIP replacement inside a set, and eviction of the victim to the FlexSeg.
+//!
+//! The frame policy reserves the RestSegs at boot (before fragmentation, as the OS creates
+//! them "during boot time"), then answers every fault of a page size some RestSeg holds with a
+//! slot of that page's set. A full set evicts a victim chosen by DRRIP: the victim gets a
+//! FlexSeg frame from the buddy allocator, and the OS moves it there ([`Eviction`]: remap,
+//! copy, shootdown) right after it mapped the new page. Sizes no RestSeg holds (1 GiB pages)
+//! and faults while the buddy allocator has no frame for a victim go to the FlexSeg directly.
+//!
+//! DRRIP (Jaleel et al., ISCA'10) as Utopia Table 1 names it: 2-bit re-reference prediction
+//! values per slot; a victim is a way predicted re-referenced in the distant future (RRPV 3),
+//! ageing the set until one is; set dueling between SRRIP (insert at RRPV 2) and BRRIP (insert
+//! at 3, at 2 once in 32) over 32 leader sets each, by a 10-bit PSEL counter. The hardware
+//! does not report RestSeg hits to the OS in this model (no accessed bit in the TAR yet), so
+//! no RRPV is ever promoted: DRRIP here chooses between inserting pages as likely or as
+//! unlikely to be re-referenced, and evicts the oldest predictions first.
+
+use super::restseg::{Layout, RestSeg};
+use crate::addr::{PageSize, Pfn, Vpn};
+use crate::error::{Error, Result};
+use crate::mem::physmem::BuddyAllocator;
+use crate::os::{Eviction, FramePolicy};
+use crate::rng::Rng;
+use serde::Serialize;
+
+const RRPV_MAX: u8 = 3;
+const RRPV_LONG: u8 = 2;
+const PSEL_BITS: u32 = 10;
+/// Leader sets per policy (or every other set, in segments with fewer than 64 sets).
+const LEADERS: u64 = 32;
+/// BRRIP inserts at RRPV 2 once in this many insertions.
+const BRRIP_LONG_ONE_IN: u64 = 32;
+
+/// Counters of one RestSeg.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RestSegStats {
+    /// Pages placed in a free slot of their set.
+    pub allocations: u64,
+    /// Pages placed by evicting another page of the set to the FlexSeg.
+    pub evictions: u64,
+    /// Faults of this segment's page size that went to the FlexSeg (no frame for a victim).
+    pub to_flexseg: u64,
+    /// Slots holding a page now.
+    pub used: u64,
+    pub slots: u64,
+}
+
+/// The OS's view of one RestSeg: the global TAR (owner of each slot) and DRRIP state.
+struct SegState {
+    seg: RestSeg,
+    /// `owner[set × ways + way]`: the process and 4 KiB VPN of the page in the slot.
+    owner: Vec<Option<(u16, Vpn)>>,
+    rrpv: Vec<u8>,
+    psel: u32,
+    stats: RestSegStats,
+}
+
+/// Which insertion policy a set follows in set dueling.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Duel {
+    SrripLeader,
+    BrripLeader,
+    Follower,
+}
+
+impl SegState {
+    fn new(seg: RestSeg) -> SegState {
+        let slots = seg.slots() as usize;
+        SegState {
+            seg,
+            owner: vec![None; slots],
+            rrpv: vec![RRPV_MAX; slots],
+            psel: 1 << (PSEL_BITS - 1),
+            stats: RestSegStats {
+                slots: slots as u64,
+                ..Default::default()
+            },
+        }
+    }
+
+    fn duel(&self, set: u64) -> Duel {
+        let stride = (self.seg.sets / LEADERS).max(2);
+        match set % stride {
+            0 => Duel::SrripLeader,
+            1 => Duel::BrripLeader,
+            _ => Duel::Follower,
+        }
+    }
+
+    /// The RRPV a page inserted into `set` starts with; a fill of a leader set is a miss of
+    /// its policy, which moves PSEL towards the other one.
+    fn insertion_rrpv(&mut self, set: u64, rng: &mut Rng) -> u8 {
+        let max = (1 << PSEL_BITS) - 1;
+        let duel = self.duel(set);
+        match duel {
+            Duel::SrripLeader => self.psel = (self.psel + 1).min(max),
+            Duel::BrripLeader => self.psel = self.psel.saturating_sub(1),
+            Duel::Follower => {}
+        }
+        let srrip = match duel {
+            Duel::SrripLeader => true,
+            Duel::BrripLeader => false,
+            Duel::Follower => self.psel < (1 << (PSEL_BITS - 1)),
+        };
+        if srrip || rng.below(BRRIP_LONG_ONE_IN) == 0 {
+            RRPV_LONG
+        } else {
+            RRPV_MAX
+        }
+    }
+
+    /// The way of `set` DRRIP evicts: the first at RRPV 3, ageing the set until one is.
+    fn victim(&mut self, set: u64) -> u64 {
+        let ways = self.seg.ways as usize;
+        let first = set as usize * ways;
+        let rrpv = &mut self.rrpv[first..first + ways];
+        loop {
+            if let Some(w) = rrpv.iter().position(|&r| r == RRPV_MAX) {
+                return w as u64;
+            }
+            rrpv.iter_mut().for_each(|r| *r += 1);
+        }
+    }
+}
+
+/// The frame policy of a Utopia system.
+pub struct RestSegPlacement {
+    layout: Layout,
+    segs: Vec<SegState>,
+    evictions: Vec<Eviction>,
+    rng: Rng,
+}
+
+impl RestSegPlacement {
+    pub fn new(layout: Layout, rng: Rng) -> RestSegPlacement {
+        RestSegPlacement {
+            segs: layout.segs.iter().map(|&s| SegState::new(s)).collect(),
+            layout,
+            evictions: Vec::new(),
+            rng,
+        }
+    }
+
+    /// Place the `size` page at `vpn` of `pid` in the first RestSeg of that page size: a
+    /// free way of its set, or the DRRIP victim's (queued for eviction). `None` if no RestSeg
+    /// holds that size, or the set is full and there is no FlexSeg frame for the victim.
+    fn place(
+        &mut self,
+        buddy: &mut BuddyAllocator,
+        pid: u16,
+        vpn: Vpn,
+        size: PageSize,
+    ) -> Option<Pfn> {
+        let state = self.segs.iter_mut().find(|s| s.seg.page == size)?;
+        let seg = state.seg;
+        let (set, _) = seg.index(vpn);
+        let first = (set * seg.ways) as usize;
+        let ways = &state.owner[first..first + seg.ways as usize];
+        let way = match ways.iter().position(Option::is_none) {
+            Some(w) => {
+                state.stats.allocations += 1;
+                state.stats.used += 1;
+                w as u64
+            }
+            None => {
+                let Some(flex) = buddy.alloc(size.order()) else {
+                    state.stats.to_flexseg += 1;
+                    return None;
+                };
+                let w = state.victim(set);
+                let (owner, victim) = state.owner[first + w as usize].expect("a full set");
+                self.evictions.push(Eviction {
+                    pid: owner,
+                    vpn: victim,
+                    size,
+                    from: seg.slot_pfn(set, w),
+                    to: flex,
+                });
+                state.stats.evictions += 1;
+                w
+            }
+        };
+        let slot = first + way as usize;
+        state.owner[slot] = Some((pid, vpn));
+        state.rrpv[slot] = state.insertion_rrpv(set, &mut self.rng);
+        Some(seg.slot_pfn(set, way))
+    }
+}
+
+impl FramePolicy for RestSegPlacement {
+    fn reserve(&mut self, buddy: &mut BuddyAllocator) -> Result<()> {
+        for (pfn, order) in self.layout.blocks() {
+            if !buddy.alloc_at(pfn, order) {
+                return Err(Error::config(
+                    "schemes.utopia.restsegs",
+                    format!(
+                        "the RestSeg block at frame {pfn:?} (order {order}) is not free at boot"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn frame(
+        &mut self,
+        buddy: &mut BuddyAllocator,
+        pid: u16,
+        vpn: Vpn,
+        size: PageSize,
+    ) -> Option<Pfn> {
+        self.place(buddy, pid, vpn, size)
+            .or_else(|| buddy.alloc(size.order()))
+    }
+
+    /// A RestSeg slot is free again when its page is unmapped; FlexSeg frames go back to the
+    /// buddy allocator.
+    fn free(&mut self, buddy: &mut BuddyAllocator, pfn: Pfn, size: PageSize) {
+        let Some((seg, set, way)) = self.layout.slot_of(pfn) else {
+            buddy.free(pfn, size.order());
+            return;
+        };
+        let state = &mut self.segs[seg.id];
+        let slot = (set * seg.ways + way) as usize;
+        if state.owner[slot].take().is_some() {
+            state.stats.used -= 1;
+            state.rrpv[slot] = RRPV_MAX;
+        }
+    }
+
+    fn take_evictions(&mut self) -> Vec<Eviction> {
+        std::mem::take(&mut self.evictions)
+    }
+
+    fn stats(&self) -> Option<serde_json::Value> {
+        let segs: Vec<_> = self
+            .segs
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "page": s.seg.page.name(),
+                    "sets": s.seg.sets,
+                    "ways": s.seg.ways,
+                    "stats": s.stats,
+                })
+            })
+            .collect();
+        Some(serde_json::json!({ "restsegs": segs }))
+    }
+
+    fn reset_stats(&mut self) {
+        for s in &mut self.segs {
+            s.stats = RestSegStats {
+                used: s.stats.used,
+                slots: s.stats.slots,
+                ..Default::default()
+            };
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `UtopiaTable`: the translation structures of one Utopia process. Pages in the FlexSeg are
+//! mapped in an ordinary radix table (the FlexSeg walk, §5.3); pages in a RestSeg are not in
+//! it but in the process's tag array (TAR) and set filter (SF) of that RestSeg (§5.2), both
+//! in simulated memory at contiguous blocks whose bases the MMU holds in registers (§6.2).
+//!
+//! Which structure a mapping goes to follows from its frame: a frame inside a RestSeg is a
+//! slot `(set, way)`, and mapping it writes the page's tag into way `way` of set `set` of the
+//! TAR and rewrites the set's SF counter from the TAR.
+
+use super::restseg::{Layout, RestSeg, TAR_VALID};
+use crate::addr::{PageSize, Pfn, PhysAddr, Vpn};
+use crate::error::{Error, Result};
+use crate::pt::radix::RadixPageTable;
+use crate::pt::store::PtStore;
+use crate::pt::{PageTable, PtContext};
+use serde::Serialize;
+
+/// One RestSeg's structures of one process.
+#[derive(Clone, Copy, Debug)]
+pub struct ProcSeg {
+    pub seg: RestSeg,
+    /// Base of the TAR and of the SF (the two registers of §6.2).
+    pub tar: PhysAddr,
+    pub sf: PhysAddr,
+    /// Pages of the process in the segment now.
+    pages: u64,
+    /// Frames allocated for the TAR and the SF.
+    frames: u64,
+}
+
+impl ProcSeg {
+    /// The SF counter of `set`.
+    #[inline]
+    pub fn sf_count(&self, store: &PtStore, set: u64) -> u64 {
+        store.read_bits(self.sf, set * self.seg.sf_bits, self.seg.sf_bits)
+    }
+
+    /// The way of `set` whose TAR entry holds `tag`, if any.
+    #[inline]
+    pub fn find(&self, store: &PtStore, set: u64, tag: u64) -> Option<u64> {
+        let want = self.seg.tar_value(tag);
+        (0..self.seg.ways).find(|&w| self.tar_entry(store, set, w) == want)
+    }
+
+    #[inline]
+    fn tar_bit(&self, set: u64, way: u64) -> u64 {
+        (set * self.seg.tar_set_bytes() + way * self.seg.entry_bytes) * 8
+    }
+
+    fn tar_entry(&self, store: &PtStore, set: u64, way: u64) -> u64 {
+        let width = self.seg.entry_bytes * 8;
+        store.read_bits(self.tar, self.tar_bit(set, way), width)
+    }
+
+    fn set_tar_entry(&self, store: &mut PtStore, set: u64, way: u64, value: u64) {
+        let width = self.seg.entry_bytes * 8;
+        store.write_bits(self.tar, self.tar_bit(set, way), width, value);
+    }
+
+    /// Rewrite the SF counter of `set` from the TAR: the number of valid ways, saturated.
+    fn refresh_sf(&self, store: &mut PtStore, set: u64) {
+        let valid = (0..self.seg.ways)
+            .filter(|&w| self.tar_entry(store, set, w) & TAR_VALID != 0)
+            .count() as u64;
+        let bits = self.seg.sf_bits;
+        store.write_bits(self.sf, set * bits, bits, valid.min(self.seg.sf_max()));
+    }
+}
+
+/// Sizes of one process's structures of one RestSeg (`os.pt.<pid>.restsegs`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ProcSegStats {
+    pub page: &'static str,
+    pub pages: u64,
+    pub tar_bytes: u64,
+    pub sf_bytes: u64,
+}
+
+pub struct UtopiaTable {
+    pub radix: RadixPageTable,
+    pub segs: Vec<ProcSeg>,
+}
+
+impl UtopiaTable {
+    /// A new, empty table: a radix table of `levels`, and a zeroed TAR and SF per RestSeg of
+    /// `layout`.
+    pub fn new(ctx: &mut PtContext, layout: &Layout, levels: u32) -> Result<UtopiaTable> {
+        let radix = RadixPageTable::new(ctx, levels)?;
+        let mut segs = Vec::with_capacity(layout.segs.len());
+        for &seg in &layout.segs {
+            let (tar, tar_frames) = zeroed_block(ctx, seg.tar_bytes(), "TAR")?;
+            let (sf, sf_frames) = zeroed_block(ctx, seg.sf_bytes(), "SF")?;
+            segs.push(ProcSeg {
+                seg,
+                tar,
+                sf,
+                pages: 0,
+                frames: tar_frames + sf_frames,
+            });
+        }
+        Ok(UtopiaTable { radix, segs })
+    }
+
+    /// The RestSeg slot mapping `vpn` in this process, if its page is in one: the segment's
+    /// structures and the page's first frame.
+    pub fn restseg_lookup(&self, store: &PtStore, vpn: Vpn) -> Option<(&ProcSeg, Pfn)> {
+        self.segs.iter().find_map(|ps| {
+            let (set, tag) = ps.seg.index(vpn);
+            let way = ps.find(store, set, tag)?;
+            Some((ps, ps.seg.slot_pfn(set, way)))
+        })
+    }
+}
+
+/// A zeroed, contiguous block of at least `bytes` for a TAR or SF: its base and frames.
+fn zeroed_block(ctx: &mut PtContext, bytes: u64, what: &str) -> Result<(PhysAddr, u64)> {
+    let frames = bytes.div_ceil(4096).next_power_of_two();
+    let order = frames.ilog2();
+    let base = ctx.buddy.alloc(order).ok_or_else(|| {
+        Error::OutOfMemory(format!(
+            "no free contiguous {} KiB for a RestSeg {what} (raise os.physmem.bytes)",
+            frames * 4
+        ))
+    })?;
+    for i in 0..frames {
+        ctx.store.zero_frame(Pfn(base.0 + i));
+    }
+    Ok((base.addr(), frames))
+}
+
+impl PageTable for UtopiaTable {
+    fn map(&mut self, ctx: &mut PtContext, vpn: Vpn, pfn: Pfn, size: PageSize) -> Result<()> {
+        let Some(ps) = self
+            .segs
+            .iter_mut()
+            .find(|ps| ps.seg.slot_of(pfn).is_some())
+        else {
+            return self.radix.map(ctx, vpn, pfn, size);
+        };
+        let (set, way) = ps.seg.slot_of(pfn).expect("found above");
+        let (want_set, tag) = ps.seg.index(vpn);
+        if ps.seg.page != size || want_set != set {
+            return Err(Error::Workload(format!(
+                "a {size} page at {:?} cannot take way {way} of set {set} of the {} RestSeg \
+                 (its set is {want_set})",
+                vpn.addr(),
+                ps.seg.page
+            )));
+        }
+        // A valid entry here is an evicted page of this process whose slot the new page
+        // took; the OS moves that page to the FlexSeg next (and finds it gone from here).
+        let replaced = ps.tar_entry(ctx.store, set, way) & TAR_VALID != 0;
+        ps.set_tar_entry(ctx.store, set, way, ps.seg.tar_value(tag));
+        ps.refresh_sf(ctx.store, set);
+        ps.pages += u64::from(!replaced);
+        Ok(())
+    }
+
+    fn unmap(&mut self, ctx: &mut PtContext, vpn: Vpn, size: PageSize) -> Option<Pfn> {
+        for ps in self.segs.iter_mut().filter(|ps| ps.seg.page == size) {
+            let (set, tag) = ps.seg.index(vpn);
+            if let Some(way) = ps.find(ctx.store, set, tag) {
+                ps.set_tar_entry(ctx.store, set, way, 0);
+                ps.refresh_sf(ctx.store, set);
+                ps.pages -= 1;
+                return Some(ps.seg.slot_pfn(set, way));
+            }
+        }
+        self.radix.unmap(ctx, vpn, size)
+    }
+
+    fn bytes(&self) -> u64 {
+        self.radix.bytes() + self.segs.iter().map(|ps| ps.frames * 4096).sum::<u64>()
+    }
+
+    fn stats(&self) -> Option<serde_json::Value> {
+        let segs: Vec<ProcSegStats> = self
+            .segs
+            .iter()
+            .map(|ps| ProcSegStats {
+                page: ps.seg.page.name(),
+                pages: ps.pages,
+                tar_bytes: ps.seg.tar_bytes(),
+                sf_bytes: ps.seg.sf_bytes(),
+            })
+            .collect();
+        Some(serde_json::json!({ "restsegs": segs }))
+    }
+
+    fn va_bits(&self) -> u32 {
+        self.radix.va_bits()
+    }
+}

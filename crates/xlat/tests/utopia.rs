@@ -1,0 +1,224 @@
+//! Utopia end to end: correct translations on every built-in workload with RestSegs small
+//! enough to overflow (evictions to the FlexSeg on the way), single- and multi-core; the
+//! RestSeg walk serving pages without page walks; a full set evicting a page that still
+//! translates afterwards; config errors naming their key.
+
+use xlat::os::MapKind;
+use xlat::Simulation;
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// `workload` on the `utopia` preset (or `preset`) with `refs` references, demand-paged, on
+/// 4 GiB of unfragmented memory, plus `extra` overrides.
+fn cfg(preset: &str, workload: &str, refs: u64, extra: &[String]) -> xlat::SimConfig {
+    let mut ov = vec![
+        format!("workload.name={workload}"),
+        format!("workload.references={refs}"),
+        "workload.populate=false".to_string(),
+        "os.physmem.fragmentation=0.0".to_string(),
+        format!("os.physmem.bytes={}", 4 * GIB),
+    ];
+    ov.extend(extra.iter().cloned());
+    xlat::SimConfig::load(preset, &ov).unwrap_or_else(|e| panic!("{preset} {workload}: {e}"))
+}
+
+/// RestSegs of `bytes_4k` (4 KiB pages) and `bytes_2m` (2 MiB pages), 8-way: with few sets
+/// the tags are long, and 16 of them no longer fit a cache line.
+fn restsegs(bytes_4k: u64, bytes_2m: u64) -> String {
+    format!(
+        "schemes.utopia.restsegs=[{{bytes = {bytes_4k}, page = \"4K\", ways = 8}}, \
+         {{bytes = {bytes_2m}, page = \"2M\", ways = 8}}]"
+    )
+}
+
+fn run(cfg: xlat::SimConfig) -> serde_json::Value {
+    let name = format!("{} {}", cfg.scheme, cfg.workload.name());
+    let stats = Simulation::new(cfg)
+        .and_then(|mut s| s.run(&mut |_, _| Ok(())))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    serde_json::from_str(&stats.to_json()).unwrap()
+}
+
+fn u(v: &serde_json::Value, path: &str) -> u64 {
+    path.split('.')
+        .fold(v, |v, k| &v[k])
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counter {path} in {v}"))
+}
+
+/// Pages of each process in each RestSeg, summed: `[4K segment, 2M segment]`.
+fn restseg_pages(s: &serde_json::Value) -> [u64; 2] {
+    let mut pages = [0; 2];
+    for p in s["os"]["pt"].as_object().unwrap().values() {
+        for (i, seg) in p["restsegs"].as_array().unwrap().iter().enumerate() {
+            pages[i] += seg["pages"].as_u64().unwrap();
+        }
+    }
+    pages
+}
+
+#[test]
+fn utopia_translates_every_workload_correctly_while_its_restsegs_overflow() {
+    const REFS: u64 = 20_000;
+    for (name, _) in xlat::workload::WORKLOADS {
+        let extra = [
+            // 1 MiB of 4 KiB slots (32 sets) and 64 MiB of 2 MiB slots (4 sets): small
+            // enough that most workloads overflow them and evict to the FlexSeg.
+            restsegs(MIB, 64 * MIB),
+            "os.thp=\"always\"".into(),
+            "sim.verify=true".into(),
+            "sim.fast_forward=0".into(),
+        ];
+        let s = run(cfg("utopia", name, REFS, &extra));
+        let refs = u(&s, "core.memory_refs");
+        assert!(refs >= REFS, "{name}");
+        assert_eq!(u(&s, "verify.translations_checked"), refs, "{name}");
+        // The global TAR and the processes' TARs agree on how many pages each segment holds.
+        let segs = &s["os"]["frames"]["restsegs"];
+        let pages = restseg_pages(&s);
+        for (i, held) in pages.iter().enumerate() {
+            assert_eq!(u(&segs[i], "stats.used"), *held, "{name}: segment {i}");
+        }
+        // Every RestSeg hit was a translation that skipped the L2 TLB and the walk.
+        assert!(u(&s, "mmu.rsw.hits") <= u(&s, "mmu.l1_misses"), "{name}");
+        assert!(u(&s, "mmu.rsw.hits") > 0, "{name}: no RestSeg hit");
+    }
+}
+
+#[test]
+fn utopia_runs_multi_threaded_and_multi_programmed_with_shared_restsegs() {
+    for (workload, extra) in [
+        ("bfs", vec!["workload.threads=4".to_string()]),
+        (
+            "mix",
+            vec![format!(
+                "workload.members=[{{name = \"gups\", table_bytes = {GIB}}}, \
+                 {{name = \"stream\", array_bytes = {}}}]",
+                64 * MIB
+            )],
+        ),
+    ] {
+        let mut extra = extra;
+        extra.extend([
+            restsegs(16 * MIB, 64 * MIB),
+            "sim.cores=4".into(),
+            "sim.verify=true".into(),
+        ]);
+        let a = run(cfg("utopia", workload, 40_000, &extra));
+        // Every translation checked, those of the fast-forward to the kernel included.
+        assert!(
+            u(&a, "verify.translations_checked") >= u(&a, "core.memory_refs"),
+            "{workload}"
+        );
+        assert!(u(&a, "mmu.rsw.hits") > 0, "{workload}");
+        // Deterministic: the same seed gives the same stats.
+        let b = run(cfg("utopia", workload, 40_000, &extra));
+        assert_eq!(a, b, "{workload}: two runs of one config differ");
+    }
+}
+
+#[test]
+fn pages_in_a_restseg_translate_without_page_walks_and_beat_radix_on_gups() {
+    // A 256 MiB table fits the 512 MiB RestSeg of 4 KiB pages: every page lands there.
+    let extra = [
+        format!("workload.table_bytes={}", 256 * MIB),
+        "workload.populate=true".to_string(),
+        "sim.verify=true".to_string(),
+    ];
+    let radix = run(cfg("baseline-radix", "gups", 200_000, &extra));
+    let utopia = run(cfg("utopia", "gups", 200_000, &extra));
+    assert_eq!(restseg_pages(&utopia), [65536, 0]);
+    assert!(
+        utopia["os"]["faults"].get("evicted").is_none(),
+        "no eviction"
+    );
+    // The RSW answers every L1 TLB miss of the table (the page tables of the FlexSeg hold
+    // only the few pages of code and stack), so the radix walker hardly works.
+    let (hits, l1_misses) = (u(&utopia, "mmu.rsw.hits"), u(&utopia, "mmu.l1_misses"));
+    assert!(
+        hits * 100 >= l1_misses * 99,
+        "RSW hits {hits} of {l1_misses}"
+    );
+    assert!(u(&utopia, "summary.walks") * 100 < u(&radix, "summary.walks"));
+    // SF and TAR lines are read through the caches under their own kinds.
+    assert!(u(&utopia, "mmu.rsw.refs") > 0);
+    assert!(u(&utopia, "cache.l1d.by_kind.tar.misses") > 0);
+    let (c_radix, c_utopia) = (u(&radix, "summary.cycles"), u(&utopia, "summary.cycles"));
+    assert!(
+        c_utopia < c_radix,
+        "cycles: utopia {c_utopia}, radix {c_radix}"
+    );
+}
+
+#[test]
+fn a_full_set_evicts_a_page_to_the_flexseg_where_it_still_translates() {
+    // One set of 8 ways: the 9th page evicts one of the first 8.
+    let c = cfg(
+        "utopia",
+        "gups",
+        1000,
+        &[
+            format!("workload.table_bytes={}", 64 * MIB),
+            format!(
+                "schemes.utopia.restsegs=[{{bytes = {}, page = \"4K\", ways = 8}}]",
+                32 * 1024
+            ),
+            "sim.verify=true".into(),
+            "sim.fast_forward=0".into(),
+        ],
+    );
+    let mut sim = Simulation::new(c).unwrap();
+    let pid = 0;
+    let va = sim
+        .address_spaces()
+        .mmap(pid, 9 * 4096, MapKind::Anon)
+        .unwrap();
+    let at = |page: u64| xlat::trace::Record {
+        vaddr: xlat::addr::VirtAddr(va.0 + page * 4096),
+        pid,
+        size: 8,
+        instr_delta: 100,
+        ..Default::default()
+    };
+    for page in 0..8 {
+        sim.step(&at(page)).unwrap();
+    }
+    assert_eq!(sim.stats().os.faults.evicted, 0);
+    sim.step(&at(8)).unwrap();
+    let stats = sim.stats();
+    assert_eq!(stats.os.faults.evicted, 1);
+    assert!(
+        stats.os.faults.copy_cycles > 0,
+        "the copy ran through the hierarchy"
+    );
+    // Every page still translates (verify checks each against the OS): 8 in the set, the
+    // evicted one through the FlexSeg's radix table.
+    let walks = stats.walk.walks;
+    for page in 0..9 {
+        sim.step(&at(page)).unwrap();
+    }
+    assert!(
+        sim.stats().walk.walks > walks,
+        "the evicted page was walked"
+    );
+}
+
+#[test]
+fn restseg_config_errors_name_their_key() {
+    let load = |ov: &str| {
+        let c = cfg("utopia", "gups", 1000, &[ov.to_string()]);
+        Simulation::new(c)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let e = load("schemes.utopia.restsegs=[{bytes = 536870912, page = \"2M\", ways = 32}]");
+    assert!(e.contains("schemes.utopia.restsegs[0].ways"), "{e}");
+    let e = load("schemes.utopia.restsegs=[{bytes = 8589934592, page = \"4K\", ways = 16}]");
+    assert!(e.contains("os.physmem.bytes"), "{e}");
+    let e = xlat::SimConfig::load("utopia", &["schemes.utopia.tar_cache_bytes=100".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("schemes.utopia.tar_cache_bytes"), "{e}");
+}
