@@ -205,6 +205,37 @@ fn a_full_set_evicts_a_page_to_the_flexseg_where_it_still_translates() {
 }
 
 #[test]
+fn costly_flexseg_pages_migrate_into_the_restseg_and_still_translate() {
+    // 64 MiB of GUPS over a 1 MiB RestSeg: nearly every page lives in the FlexSeg, and the
+    // pages whose walks reach the thresholds move in, evicting others.
+    let run_with = |walks: u32| {
+        run(cfg(
+            "utopia",
+            "gups",
+            100_000,
+            &[
+                format!("workload.table_bytes={}", 64 * MIB),
+                "workload.populate=true".into(),
+                restsegs(MIB, 64 * MIB),
+                format!("schemes.utopia.migrate_walks={walks}"),
+                "schemes.utopia.migrate_dram_refs=1".into(),
+                "sim.verify=true".into(),
+            ],
+        ))
+    };
+    let on = run_with(2);
+    let promoted = u(&on, "os.promoted");
+    assert!(promoted > 100, "promoted {promoted}");
+    // Each promotion into a full set evicts a page back to the FlexSeg.
+    assert!(u(&on, "os.faults.evicted") >= promoted / 2);
+    assert!(u(&on, "os.faults.copy_cycles") > 0);
+    let off = run_with(0);
+    assert!(off["os"].get("promoted").is_none(), "migration off");
+    // Migration brings pages walked again and again into the RestSeg: more RSW hits.
+    assert!(u(&on, "mmu.rsw.hits") > u(&off, "mmu.rsw.hits"));
+}
+
+#[test]
 fn restseg_config_errors_name_their_key() {
     let load = |ov: &str| {
         let c = cfg("utopia", "gups", 1000, &[ov.to_string()]);
@@ -221,4 +252,8 @@ fn restseg_config_errors_name_their_key() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("schemes.utopia.tar_cache_bytes"), "{e}");
+    let e = xlat::SimConfig::load("utopia", &["schemes.utopia.migrate_walks=16".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("schemes.utopia.migrate_walks"), "{e}");
 }

@@ -82,6 +82,10 @@ pub trait MmuScheme: Send + 'static {
     /// TLB's latency and nothing is cached or walked (Utopia's P-TLB).
     const PERFECT: bool = false;
 
+    /// The OS wants to hear of every page walk that found a mapping ([`Mmu::walk_notes`]):
+    /// Utopia's PTE-based migration counts walks and their DRAM references per page.
+    const NOTES_WALKS: bool = false;
+
     /// Side paths looked up in parallel with the L2 TLB, at cycle `now`, reading the tables
     /// of process `asid` from `tables` if they need to (a RestSeg walk reads its TAR and SF).
     /// Returns the translation, if a side path has it, and the cycles the side paths took.
@@ -309,6 +313,18 @@ pub struct Mmu<S: MmuScheme> {
     plan: WalkPlan,
     pub counters: MmuCounters,
     pub walk_refs: WalkRefStats,
+    /// The walks the OS wants to hear of ([`MmuScheme::NOTES_WALKS`]) since the system last
+    /// took them; the MMU never calls into the OS itself.
+    pub walk_notes: Vec<WalkNote>,
+}
+
+/// A page walk that found a mapping, for the OS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkNote {
+    pub pid: u16,
+    pub vpn: Vpn,
+    /// Walk references served by DRAM: the walk's cost in Utopia §5.5's terms.
+    pub dram_refs: u32,
 }
 
 impl<S: MmuScheme> Mmu<S> {
@@ -325,6 +341,7 @@ impl<S: MmuScheme> Mmu<S> {
             plan: WalkPlan::default(),
             counters: MmuCounters::default(),
             walk_refs: WalkRefStats::default(),
+            walk_notes: Vec::new(),
         }
     }
 
@@ -430,9 +447,18 @@ impl<S: MmuScheme> Mmu<S> {
         let start = ready.max(free_at);
         self.counters.walker_queue_cycles += start - ready;
         let table = tables.table(pid)?;
+        let dram_before = self.walk_refs.by_level[Level::Dram as usize];
         let (found, end) = self.walk_once(va, asid, table, tables.store(), start, mem);
         match found {
             Some((pfn, size)) => {
+                if S::NOTES_WALKS {
+                    let dram = self.walk_refs.by_level[Level::Dram as usize] - dram_before;
+                    self.walk_notes.push(WalkNote {
+                        pid,
+                        vpn: va.vpn(),
+                        dram_refs: dram as u32,
+                    });
+                }
                 self.walk_found(
                     slot,
                     va,

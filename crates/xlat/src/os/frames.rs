@@ -51,6 +51,20 @@ pub trait FramePolicy: Send {
         buddy.alloc(order).map(|p| (p, order))
     }
 
+    /// A frame of the policy's own memory for the `size` page at `vpn` of `pid`, which the OS
+    /// moves there because it has become costly to translate (Utopia's PTE-based migration
+    /// into a RestSeg), evicting another page if it must; `None` if the policy has no such
+    /// memory or no room.
+    fn promote(
+        &mut self,
+        _buddy: &mut BuddyAllocator,
+        _pid: u16,
+        _vpn: Vpn,
+        _size: PageSize,
+    ) -> Option<Pfn> {
+        None
+    }
+
     /// The `size` page at `pfn` was unmapped: give its frame back (to `buddy`, unless the
     /// policy manages it).
     fn free(&mut self, buddy: &mut BuddyAllocator, pfn: Pfn, size: PageSize) {

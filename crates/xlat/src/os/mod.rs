@@ -112,6 +112,9 @@ fn is_zero(n: &u64) -> bool {
 pub struct OsStats {
     pub faults: FaultStats,
     pub munmaps: u64,
+    /// Pages moved into the frame policy's own memory because their walks cost too much
+    /// (Utopia's PTE-based migration), each remapped, copied and shot down.
+    pub promoted: u64,
 }
 
 /// Builds the page table of a new process (`pid`): the scheme's organisation.
@@ -361,6 +364,31 @@ impl<T: PageTable> Os<T> {
         Ok(cycles)
     }
 
+    /// A page walk of `pid` found `vpn`'s mapping with `dram_refs` references served by DRAM:
+    /// the page table counts it, and a page that has become costly to translate moves into
+    /// the frame policy's own memory (a RestSeg), evicting another page if the policy must.
+    /// Returns whether the page moved; its shootdown and copy wait in the usual queues.
+    pub fn walk_noted(&mut self, pid: u16, vpn: Vpn, dram_refs: u32) -> Result<bool> {
+        let (p, mut ctx, frames) = self.process_and_pt(pid)?;
+        if !p.pt.note_walk(&mut ctx, vpn, dram_refs) {
+            return Ok(false);
+        }
+        let Some((_, size)) = p.truth(vpn.addr()) else {
+            return Ok(false);
+        };
+        let base = vpn.align_down(size);
+        let Some(to) = frames.promote(ctx.buddy, pid, base, size) else {
+            return Ok(false);
+        };
+        let from = p.relocate(&mut ctx, base, size, to)?;
+        frames.free(ctx.buddy, from, size);
+        self.shootdowns.push((pid, base, size));
+        self.copies.push(PageCopy { from, to, size });
+        self.stats.promoted += 1;
+        self.move_evicted()?;
+        Ok(true)
+    }
+
     /// Pages whose mapping changed under the MMU since the last call (compaction migrated
     /// them, the frame policy evicted them): their TLB entries must be shot down.
     pub fn take_shootdowns(&mut self) -> Vec<(u16, Vpn, PageSize)> {
@@ -395,6 +423,7 @@ impl<T: PageTable> Os<T> {
         OsSnapshot {
             faults: self.stats.faults.clone(),
             munmaps: self.stats.munmaps,
+            promoted: self.stats.promoted,
             pt_bytes: self.pt_bytes(),
             pt: self
                 .processes
@@ -493,6 +522,8 @@ impl<T: PageTable> AddressSpaces for Os<T> {
 pub struct OsSnapshot {
     pub faults: FaultStats,
     pub munmaps: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub promoted: u64,
     pub pt_bytes: u64,
     /// Each process's page-table statistics, by pid, for organisations that keep their own
     /// (hashed tables: resizes, contiguous allocations, L2P use...).

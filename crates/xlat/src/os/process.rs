@@ -413,14 +413,15 @@ impl<T: PageTable> Process<T> {
     }
 
     /// Move the `size` page at `vpn` to the frame `to` (the frame policy evicted it from its
-    /// frame, which another page holds now): remap it and record the move.
+    /// frame, which another page may hold now, or promoted it): remap it and record the move.
+    /// Returns the frame it left.
     pub(super) fn relocate(
         &mut self,
         ctx: &mut PtContext,
         vpn: Vpn,
         size: PageSize,
         to: Pfn,
-    ) -> Result<()> {
+    ) -> Result<Pfn> {
         let key = vpn.0 >> size.order();
         let from = self.truth[size.index()].get(&key).copied().ok_or_else(|| {
             Error::Workload(format!(
@@ -441,7 +442,7 @@ impl<T: PageTable> Process<T> {
             self.frames.insert(to.0, vpn);
             ctx.buddy.mark_movable([to]);
         }
-        Ok(())
+        Ok(from)
     }
 
     pub(super) fn munmap(

@@ -54,6 +54,13 @@ pub trait PageTable: Send {
     fn stats(&self) -> Option<serde_json::Value> {
         None
     }
+    /// A page walk of the TLB-missing page at `vpn` read `dram_refs` of its references from
+    /// DRAM: count it where the organisation keeps such counters (Utopia's PTE-based
+    /// migration, in the PTE's unused bits) and say whether the page has become costly
+    /// enough to move into the frame policy's own memory. Most organisations keep none.
+    fn note_walk(&mut self, _ctx: &mut PtContext, _vpn: Vpn, _dram_refs: u32) -> bool {
+        false
+    }
     /// Width of the virtual addresses the table translates (57 for a 5-level radix tree).
     fn va_bits(&self) -> u32 {
         48

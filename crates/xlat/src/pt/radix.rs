@@ -78,14 +78,25 @@ impl RadixPageTable {
 
     /// Functional lookup (no timing): the frame and size mapping `va`, if any.
     pub fn lookup(&self, store: &super::store::PtStore, va: VirtAddr) -> Option<(Pfn, PageSize)> {
+        self.leaf(store, va)
+            .map(|(at, size)| (entry_frame(store.read(at)), size))
+    }
+
+    /// The address of the present leaf entry mapping `va`, and the size of its page.
+    pub fn leaf(
+        &self,
+        store: &super::store::PtStore,
+        va: VirtAddr,
+    ) -> Option<(PhysAddr, PageSize)> {
         let mut table = self.root;
         for level in (1..=self.levels).rev() {
-            let e = store.read(entry_addr(table, va, level));
+            let at = entry_addr(table, va, level);
+            let e = store.read(at);
             if e & PRESENT == 0 {
                 return None;
             }
             if let Some(size) = leaf_size(e, level) {
-                return Some((entry_frame(e), size));
+                return Some((at, size));
             }
             table = entry_frame(e);
         }

@@ -13,8 +13,10 @@
 //! * **MMU** ([`rsw`]): the RestSeg walk runs beside the L2 TLB through 2 KB SF and TAR
 //!   caches; a hit supplies the frame, a miss lets the radix walk (with its PWCs) start.
 //!
-//! Not yet modelled: the PTE-based migration of costly-to-translate pages from the FlexSeg
-//! into RestSegs (§5.5), swapping, and an accessed bit in the TAR for DRRIP to see reuse.
+//! * **Migration** (§5.5): walks of FlexSeg pages are counted in their PTEs (frequency and
+//!   DRAM cost); a page past both thresholds moves into its RestSeg after the access.
+//!
+//! Not yet modelled: swapping, and an accessed bit in the TAR for DRRIP to see reuse.
 
 pub mod placement;
 pub mod restseg;
@@ -66,6 +68,22 @@ pub struct UtopiaConfig {
     pub tar_cache_bytes: u64,
     /// Cycles of an SF or TAR cache access (Table 1: 2).
     pub cache_latency: u32,
+    /// PTE-based migration (§5.5): a FlexSeg page moves into its RestSeg once its walks
+    /// number at least `migrate_walks` (the PTE's access-frequency counter, 4 bits: 1..=15)
+    /// and their DRAM references at least `migrate_dram_refs` (the cost counter, 5 bits:
+    /// 0..=31). The paper gives no values; 0 walks turns the migration off.
+    #[serde(default = "default_migrate_walks")]
+    pub migrate_walks: u32,
+    #[serde(default = "default_migrate_dram_refs")]
+    pub migrate_dram_refs: u32,
+}
+
+fn default_migrate_walks() -> u32 {
+    4
+}
+
+fn default_migrate_dram_refs() -> u32 {
+    4
 }
 
 impl Default for UtopiaConfig {
@@ -81,6 +99,8 @@ impl Default for UtopiaConfig {
             sf_cache_bytes: 2048,
             tar_cache_bytes: 2048,
             cache_latency: 2,
+            migrate_walks: default_migrate_walks(),
+            migrate_dram_refs: default_migrate_dram_refs(),
         }
     }
 }
@@ -97,6 +117,25 @@ impl UtopiaConfig {
                     format!("must be a multiple of 64 bytes in 64..=1 MiB, got {bytes}"),
                 ));
             }
+        }
+        use table::{COST_MAX, FREQUENCY_MAX};
+        if self.migrate_walks as u64 > FREQUENCY_MAX {
+            return Err(Error::config(
+                format!("{path}.migrate_walks"),
+                format!(
+                    "must be in 0..={FREQUENCY_MAX} (a 4-bit PTE counter), got {}",
+                    self.migrate_walks
+                ),
+            ));
+        }
+        if self.migrate_dram_refs as u64 > COST_MAX {
+            return Err(Error::config(
+                format!("{path}.migrate_dram_refs"),
+                format!(
+                    "must be in 0..={COST_MAX} (a 5-bit PTE counter), got {}",
+                    self.migrate_dram_refs
+                ),
+            ));
         }
         let mut sizes: Vec<PageSize> = self.restsegs.iter().map(|r| r.page).collect();
         sizes.sort_by_key(|s| s.index());
@@ -131,6 +170,7 @@ pub struct UtopiaMmu {
 impl MmuScheme for UtopiaMmu {
     type Table = UtopiaTable;
     type Shared = ();
+    const NOTES_WALKS: bool = true;
 
     #[inline]
     fn side_lookup<P: PageTables<Table = UtopiaTable>>(
@@ -211,7 +251,12 @@ impl Scheme for Utopia {
     }
 
     fn new_table(ctx: &BuildCtx, pt: &mut PtContext, _pid: u16) -> Result<TableOf<Self>> {
-        UtopiaTable::new(pt, &layout(ctx)?, ctx.sections.radix.levels)
+        let cfg = &ctx.sections.utopia;
+        let migrate = (cfg.migrate_walks > 0).then_some(table::Migration {
+            walks: u64::from(cfg.migrate_walks),
+            dram_refs: u64::from(cfg.migrate_dram_refs),
+        });
+        UtopiaTable::new(pt, &layout(ctx)?, ctx.sections.radix.levels, migrate)
     }
 
     fn frames(ctx: &BuildCtx) -> Result<Box<dyn FramePolicy>> {

@@ -215,6 +215,17 @@ impl FramePolicy for RestSegPlacement {
             .or_else(|| buddy.alloc(size.order()))
     }
 
+    /// PTE-based migration (§5.5): the page takes a slot of its set like a faulting page.
+    fn promote(
+        &mut self,
+        buddy: &mut BuddyAllocator,
+        pid: u16,
+        vpn: Vpn,
+        size: PageSize,
+    ) -> Option<Pfn> {
+        self.place(buddy, pid, vpn, size)
+    }
+
     /// A RestSeg slot is free again when its page is unmapped; FlexSeg frames go back to the
     /// buddy allocator.
     fn free(&mut self, buddy: &mut BuddyAllocator, pfn: Pfn, size: PageSize) {

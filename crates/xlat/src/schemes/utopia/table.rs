@@ -76,15 +76,37 @@ pub struct ProcSegStats {
     pub sf_bytes: u64,
 }
 
+/// Thresholds of the PTE-based migration (§5.5): a FlexSeg page whose walks reach both moves
+/// into its RestSeg.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Migration {
+    pub walks: u64,
+    pub dram_refs: u64,
+}
+
+/// The PTE bits x86-64 leaves to software that hold the migration counters (§5.5: "the
+/// unused bits of the PTE (9 bits in x86-64)"): an access-frequency counter (walks) in bits
+/// 52-55 and a cost counter (DRAM references of those walks) in bits 56-60, both saturating.
+const FREQUENCY_BIT: u64 = 52;
+pub const FREQUENCY_MAX: u64 = 15;
+const COST_BIT: u64 = 56;
+pub const COST_MAX: u64 = 31;
+
 pub struct UtopiaTable {
     pub radix: RadixPageTable,
     pub segs: Vec<ProcSeg>,
+    migration: Option<Migration>,
 }
 
 impl UtopiaTable {
     /// A new, empty table: a radix table of `levels`, and a zeroed TAR and SF per RestSeg of
     /// `layout`.
-    pub fn new(ctx: &mut PtContext, layout: &Layout, levels: u32) -> Result<UtopiaTable> {
+    pub fn new(
+        ctx: &mut PtContext,
+        layout: &Layout,
+        levels: u32,
+        migration: Option<Migration>,
+    ) -> Result<UtopiaTable> {
         let radix = RadixPageTable::new(ctx, levels)?;
         let mut segs = Vec::with_capacity(layout.segs.len());
         for &seg in &layout.segs {
@@ -98,7 +120,11 @@ impl UtopiaTable {
                 frames: tar_frames + sf_frames,
             });
         }
-        Ok(UtopiaTable { radix, segs })
+        Ok(UtopiaTable {
+            radix,
+            segs,
+            migration,
+        })
     }
 
     /// The RestSeg slot mapping `vpn` in this process, if its page is in one: the segment's
@@ -167,6 +193,26 @@ impl PageTable for UtopiaTable {
             }
         }
         self.radix.unmap(ctx, vpn, size)
+    }
+
+    /// Count the walk in the PTE's frequency and cost counters; the page is costly to
+    /// translate once both reach their thresholds and a RestSeg holds its page size.
+    fn note_walk(&mut self, ctx: &mut PtContext, vpn: Vpn, dram_refs: u32) -> bool {
+        let Some(m) = self.migration else {
+            return false;
+        };
+        let Some((at, size)) = self.radix.leaf(ctx.store, vpn.addr()) else {
+            return false;
+        };
+        if !self.segs.iter().any(|ps| ps.seg.page == size) {
+            return false;
+        }
+        // `at` is the PTE's word: its bits 52-60 are the counters.
+        let freq = (ctx.store.read_bits(at, FREQUENCY_BIT, 4) + 1).min(FREQUENCY_MAX);
+        let cost = (ctx.store.read_bits(at, COST_BIT, 5) + u64::from(dram_refs)).min(COST_MAX);
+        ctx.store.write_bits(at, FREQUENCY_BIT, 4, freq);
+        ctx.store.write_bits(at, COST_BIT, 5, cost);
+        freq >= m.walks && cost >= m.dram_refs
     }
 
     fn bytes(&self) -> u64 {

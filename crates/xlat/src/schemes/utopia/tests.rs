@@ -5,7 +5,7 @@
 use super::placement::RestSegPlacement;
 use super::restseg::{Layout, RestSeg};
 use super::rsw::RestSegWalker;
-use super::table::UtopiaTable;
+use super::table::{Migration, UtopiaTable};
 use super::{RestSegConfig, UtopiaConfig};
 use crate::addr::{PageSize, Pfn, Vpn};
 use crate::mem::physmem::BuddyAllocator;
@@ -62,7 +62,7 @@ fn a_table_keeps_tags_in_the_tar_and_counts_in_the_sf() {
     let l = layout(64);
     let seg = l.segs[0];
     let mut os = Os::new();
-    let mut t = UtopiaTable::new(&mut os.ctx(), &l, 4).unwrap();
+    let mut t = UtopiaTable::new(&mut os.ctx(), &l, 4, None).unwrap();
     let ps = t.segs[0];
     // Three pages in set 5 (ways 0, 3, 7), one in set 6.
     let pages = [(5, 0, 0), (5, 1, 3), (5, 2, 7), (6, 0, 0)];
@@ -120,7 +120,7 @@ fn a_full_sets_counter_saturates_and_stays_nonzero_until_the_set_empties() {
     let seg = l.segs[0];
     assert_eq!(seg.sf_bits, 1);
     let mut os = Os::new();
-    let mut t = UtopiaTable::new(&mut os.ctx(), &l, 4).unwrap();
+    let mut t = UtopiaTable::new(&mut os.ctx(), &l, 4, None).unwrap();
     for way in 0..2 {
         t.map(
             &mut os.ctx(),
@@ -194,7 +194,7 @@ fn the_rsw_filters_empty_sets_and_caches_sf_and_tar_lines() {
     let l = layout(64);
     let seg = l.segs[0];
     let mut os = Os::new();
-    let mut t = UtopiaTable::new(&mut os.ctx(), &l, 4).unwrap();
+    let mut t = UtopiaTable::new(&mut os.ctx(), &l, 4, None).unwrap();
     let vpn = vpn_in(&seg, 3, 0);
     t.map(&mut os.ctx(), vpn, seg.slot_pfn(3, 2), PageSize::Size4K)
         .unwrap();
@@ -222,4 +222,37 @@ fn the_rsw_filters_empty_sets_and_caches_sf_and_tar_lines() {
     let s = rsw.stats();
     assert_eq!((s.walks, s.hits, s.tag_misses), (4, 3, 0));
     assert_eq!(rsw.tar_cache().hits, 1);
+}
+
+#[test]
+fn walks_count_in_the_ptes_unused_bits_until_the_page_is_costly() {
+    let l = layout(64);
+    let mut os = Os::new();
+    let m = Migration {
+        walks: 3,
+        dram_refs: 5,
+    };
+    let mut t = UtopiaTable::new(&mut os.ctx(), &l, 4, Some(m)).unwrap();
+    let (vpn, flex) = (Vpn(0x3_0000_0000), Pfn(8192));
+    t.map(&mut os.ctx(), vpn, flex, PageSize::Size4K).unwrap();
+    // Walks with 2, 2 and 0 DRAM references: three walks but a cost of 4, not yet.
+    assert!(!t.note_walk(&mut os.ctx(), vpn, 2));
+    assert!(!t.note_walk(&mut os.ctx(), vpn, 2));
+    assert!(!t.note_walk(&mut os.ctx(), vpn, 0));
+    // The counters live in the PTE, which still maps the same frame.
+    let (at, _) = t.radix.leaf(&os.store, vpn.addr()).unwrap();
+    let pte = os.store.read(at);
+    assert_eq!(((pte >> 52) & 0xf, (pte >> 56) & 0x1f), (3, 4));
+    assert_eq!(
+        t.radix.lookup(&os.store, vpn.addr()),
+        Some((flex, PageSize::Size4K))
+    );
+    assert!(t.note_walk(&mut os.ctx(), vpn, 1));
+    // A page size no RestSeg holds never migrates.
+    let huge = Vpn(0x4_0000_0000);
+    t.map(&mut os.ctx(), huge, Pfn(1 << 17), PageSize::Size2M)
+        .unwrap();
+    for _ in 0..20 {
+        assert!(!t.note_walk(&mut os.ctx(), huge, 9));
+    }
 }

@@ -20,7 +20,7 @@
 use super::System;
 use crate::error::Result;
 use crate::mem::{Level, MemKind, Timing};
-use crate::mmu::Outcome;
+use crate::mmu::{MmuScheme, Outcome};
 use crate::schemes::Scheme;
 use crate::sim::FastForward;
 use crate::trace::{Op, Record, Roi};
@@ -139,6 +139,9 @@ impl<S: Scheme> System<S> {
         };
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
+        }
+        if <S::Mmu as MmuScheme>::NOTES_WALKS && !self.cores[c].mmu.walk_notes.is_empty() {
+            self.deliver_walk_notes(c, now)?;
         }
         self.mem
             .access(t.paddr, MemKind::DATA, rec.op == Op::Store, 0, Level::L1d);

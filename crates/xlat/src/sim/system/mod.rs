@@ -247,6 +247,13 @@ impl<S: Scheme> System<S> {
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
         }
+        // The translation is resolved, then the page may move (Utopia §5.5).
+        if <S::Mmu as MmuScheme>::NOTES_WALKS && !self.cores[c].mmu.walk_notes.is_empty() {
+            let stall = self.deliver_walk_notes(c, issue + t.latency)?;
+            if stall > 0 {
+                self.cores[c].core.interrupt(stall);
+            }
+        }
         let data_at = issue + t.latency;
         let (data_latency, _) = self
             .mem
@@ -288,6 +295,32 @@ impl<S: Scheme> System<S> {
             unit.core.refetch_from(resume);
         }
         Ok(t)
+    }
+
+    /// Hand core `c`'s walk notes to the OS (Utopia's PTE-based migration); the pages it moves
+    /// are shot down and copied from cycle `now`. Returns the cycles the core waits for that
+    /// (nothing while fast-forwarding: the moves happen, their copies take no time).
+    #[cold]
+    fn deliver_walk_notes(&mut self, c: usize, now: u64) -> Result<u64> {
+        let mut notes = std::mem::take(&mut self.cores[c].mmu.walk_notes);
+        let mut moved = false;
+        for n in notes.drain(..) {
+            moved |= self.os.walk_noted(n.pid, n.vpn, n.dram_refs)?;
+        }
+        // The buffer goes back, so that notes do not allocate in the steady state.
+        self.cores[c].mmu.walk_notes = notes;
+        if !moved {
+            return Ok(0);
+        }
+        let mut cycles = 0;
+        for (owner, vpn, size) in self.os.take_shootdowns() {
+            cycles += self.shoot_down(c, owner, &[(vpn, size)]);
+        }
+        if self.fast_forwarding {
+            self.os.take_copies();
+            return Ok(0);
+        }
+        Ok(cycles + self.copy_pages(now))
     }
 
     /// Run the copies of the pages the OS moved, from cycle `start`, through the current
