@@ -22,6 +22,68 @@ const INVALID: u64 = u64::MAX;
 const RRPV_MAX: u8 = 3;
 const RRPV_INSERT: u8 = 2;
 
+/// Run `f` on one set's `tags` and `ages` (each `ways` long), as arrays of a constant length
+/// when `ways` is one of the geometries the presets use: a loop over a set then unrolls, with
+/// no bounds checks, where a loop over a run-time length costs about twice the instructions
+/// (the scans over the ways are most of the time of every cache, TLB and PWC access).
+#[inline(always)]
+fn with_set<R>(tags: &[u64], ages: &[u64], f: impl FnOnce(&[u64], &[u64]) -> R) -> R {
+    #[inline(always)]
+    fn fixed<const N: usize, R>(
+        tags: &[u64],
+        ages: &[u64],
+        f: impl FnOnce(&[u64], &[u64]) -> R,
+    ) -> R {
+        let tags: &[u64; N] = tags.try_into().expect("a set is `ways` long");
+        let ages: &[u64; N] = ages.try_into().expect("a set is `ways` long");
+        f(tags, ages)
+    }
+    match tags.len() {
+        4 => fixed::<4, R>(tags, ages, f),
+        8 => fixed::<8, R>(tags, ages, f),
+        12 => fixed::<12, R>(tags, ages, f),
+        16 => fixed::<16, R>(tags, ages, f),
+        32 => fixed::<32, R>(tags, ages, f),
+        _ => f(tags, ages),
+    }
+}
+
+/// The way holding `tag` in a set, or the LRU victim's way (the first with the smallest
+/// stamp) if none does: both in one pass.
+#[inline(always)]
+fn find_or_oldest(tags: &[u64], ages: &[u64], tag: u64) -> Result<usize, usize> {
+    let (mut victim, mut oldest) = (0, u64::MAX);
+    for (w, (&t, &a)) in tags.iter().zip(ages).enumerate() {
+        if t == tag {
+            return Ok(w);
+        }
+        if a < oldest {
+            (victim, oldest) = (w, a);
+        }
+    }
+    Err(victim)
+}
+
+/// The first way with the smallest stamp (the LRU victim).
+#[inline(always)]
+fn oldest(ages: &[u64]) -> usize {
+    let (mut victim, mut oldest) = (0, u64::MAX);
+    for (w, &a) in ages.iter().enumerate() {
+        if a < oldest {
+            (victim, oldest) = (w, a);
+        }
+    }
+    victim
+}
+
+/// Where a tag that [`SetAssoc::probe`] missed goes: the slot its set's replacement victim
+/// is in (chosen by the probe's pass under LRU, by the fill under SRRIP).
+#[derive(Clone, Copy, Debug)]
+pub struct Vacancy {
+    set: usize,
+    slot: Option<usize>,
+}
+
 /// A set-associative array mapping `u64` tags to values of type `V`.
 #[derive(Clone, Debug)]
 pub struct SetAssoc<V> {
@@ -72,10 +134,8 @@ impl<V: Copy + Default> SetAssoc<V> {
     #[inline]
     fn find(&self, set: usize, tag: u64) -> Option<usize> {
         let base = set * self.ways;
-        self.tags[base..base + self.ways]
-            .iter()
-            .position(|&t| t == tag)
-            .map(|w| base + w)
+        let tags = &self.tags[base..base + self.ways];
+        with_set(tags, tags, |tags, _| tags.iter().position(|&t| t == tag)).map(|w| base + w)
     }
 
     #[inline]
@@ -103,6 +163,48 @@ impl<V: Copy + Default> SetAssoc<V> {
         let slot = self.find(set, tag)?;
         self.touch(slot);
         Some(&mut self.values[slot])
+    }
+
+    /// Look `tag` up in `set` as [`SetAssoc::lookup`] does; a miss also says where the tag
+    /// would go ([`SetAssoc::fill`]). Under LRU one pass over the set finds both the tag and
+    /// the victim: a miss (most accesses of a cache level below the L1) reads each way once
+    /// instead of once to search and again to choose the victim.
+    #[inline]
+    pub fn probe(&mut self, set: usize, tag: u64) -> Result<&mut V, Vacancy> {
+        if self.policy != Replacement::Lru {
+            // SRRIP ages the set while choosing its victim: only a fill may do that.
+            return match self.find(set, tag) {
+                Some(slot) => {
+                    self.touch(slot);
+                    Ok(&mut self.values[slot])
+                }
+                None => Err(Vacancy { set, slot: None }),
+            };
+        }
+        let base = set * self.ways;
+        let tags = &self.tags[base..base + self.ways];
+        let ages = &self.age[base..base + self.ways];
+        match with_set(tags, ages, |tags, ages| find_or_oldest(tags, ages, tag)) {
+            Ok(w) => {
+                self.touch(base + w);
+                Ok(&mut self.values[base + w])
+            }
+            Err(victim) => Err(Vacancy {
+                set,
+                slot: Some(base + victim),
+            }),
+        }
+    }
+
+    /// Insert `tag` with `value` where a missed [`SetAssoc::probe`] said, as
+    /// [`SetAssoc::insert_absent`] would; the set must not have changed since the probe.
+    /// Returns the evicted `(tag, value)` if a valid entry had to make room.
+    #[inline]
+    pub fn fill(&mut self, at: Vacancy, tag: u64, value: V) -> Option<(u64, V)> {
+        debug_assert!(self.find(at.set, tag).is_none());
+        debug_assert!(at.slot.is_none_or(|s| s == self.victim(at.set)));
+        let slot = at.slot.unwrap_or_else(|| self.victim(at.set));
+        self.put(slot, tag, value)
     }
 
     /// [`SetAssoc::lookup`] of the first entry under `tag` whose value satisfies `pred`.
@@ -148,15 +250,8 @@ impl<V: Copy + Default> SetAssoc<V> {
         let base = set * self.ways;
         match self.policy {
             Replacement::Lru => {
-                // The first way with the smallest stamp.
                 let ages = &self.age[base..base + self.ways];
-                let (mut best, mut oldest) = (0, ages[0]);
-                for (w, &a) in ages.iter().enumerate().skip(1) {
-                    if a < oldest {
-                        (best, oldest) = (w, a);
-                    }
-                }
-                base + best
+                base + with_set(ages, ages, |ages, _| oldest(ages))
             }
             Replacement::Srrip => loop {
                 let ages = &mut self.age[base..base + self.ways];
@@ -199,8 +294,14 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// [`SetAssoc::lookup_where`]).
     #[inline]
     pub fn insert_another(&mut self, set: usize, tag: u64, value: V) -> Option<(u64, V)> {
-        debug_assert_ne!(tag, INVALID, "tag u64::MAX is reserved for empty slots");
         let slot = self.victim(set);
+        self.put(slot, tag, value)
+    }
+
+    /// Store `tag` and `value` in `slot`, a victim of its set, as a newly inserted entry.
+    #[inline]
+    fn put(&mut self, slot: usize, tag: u64, value: V) -> Option<(u64, V)> {
+        debug_assert_ne!(tag, INVALID, "tag u64::MAX is reserved for empty slots");
         let evicted = (self.tags[slot] != INVALID).then(|| (self.tags[slot], self.values[slot]));
         self.tags[slot] = tag;
         self.values[slot] = value;

@@ -15,7 +15,6 @@
 //! instruction retires when its last operand completes.
 
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 /// Core timing model (docs/architecture.md).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -59,6 +58,10 @@ impl crate::config::Validate for CoreConfig {
         Ok(())
     }
 }
+
+/// Entries that left the ROB window are dropped from its list once this many have
+/// accumulated: one move of the live entries (at most a ROB's worth) per this many records.
+const WINDOW_COMPACT: usize = 4096;
 
 /// Completion times of this many recent memory records are kept for `dep` lookups; a record
 /// further back has long retired.
@@ -129,8 +132,12 @@ pub struct Core {
     /// The instruction dispatched last is a memory instruction (a further operand may join
     /// it); false at the start and after non-memory instructions.
     last_was_memory: bool,
-    /// Memory instructions still possibly inside the ROB window: (instruction index, retire).
-    window: VecDeque<(u64, u64)>,
+    /// Memory instructions still possibly inside the ROB window: (instruction index, retire),
+    /// from `window[window_front]` on. The entries before it have left the window; they are
+    /// dropped in bulk ([`WINDOW_COMPACT`]), so the per-record work is a plain index step
+    /// where a `VecDeque` paid for its wrap-around on every access.
+    window: Vec<(u64, u64)>,
+    window_front: usize,
     /// Dependence history of the stream running now, and of the others, by stream number
     /// (several streams share a core when threads or programs outnumber cores). The running
     /// one is kept apart so the common case, one stream, pays no lookup.
@@ -187,7 +194,8 @@ impl Core {
             dispatch_slots_used: 0,
             last_retire: 0,
             last_was_memory: false,
-            window: VecDeque::with_capacity(rob as usize + 1),
+            window: Vec::with_capacity(rob as usize + 1 + WINDOW_COMPACT),
+            window_front: 0,
             deps: DepHistory::new(),
             stream: 0,
             others: Vec::new(),
@@ -246,16 +254,19 @@ impl Core {
     /// A lower bound on when instruction `k` retires: the retirement of the newest memory
     /// instruction at or before it (non-memory instructions retire right behind it).
     fn retire_of(&mut self, k: u64) -> u64 {
-        while self.window.len() >= 2 && self.window[1].0 <= k {
-            self.window.pop_front();
+        let mut front = self.window_front;
+        while self.window.get(front + 1).is_some_and(|&(idx, _)| idx <= k) {
+            front += 1;
         }
-        match self.window.front() {
+        self.window_front = front;
+        match self.window.get(front) {
             Some(&(idx, retire)) if idx <= k => retire,
             _ => 0,
         }
     }
 
     /// Dispatch `n` instructions in order; returns the dispatch cycle of the last.
+    #[inline(always)]
     fn dispatch(&mut self, n: u64) -> u64 {
         if n == 0 {
             return self.dispatch_cycle;
@@ -388,7 +399,11 @@ impl Core {
             self.stats.loads += 1;
         }
         self.last_retire = self.last_retire.max(complete);
-        self.window.push_back((self.instr - 1, self.last_retire));
+        if self.window_front >= WINDOW_COMPACT {
+            self.window.drain(..self.window_front);
+            self.window_front = 0;
+        }
+        self.window.push((self.instr - 1, self.last_retire));
         if is_store {
             self.sq.retire_last(self.last_retire);
         } else {

@@ -132,19 +132,19 @@ impl Cache {
     pub fn access(&mut self, line: u64, kind: MemKind, write: bool) -> bool {
         let set = self.array.set_of(line);
         let stat = &mut self.stats.by_kind[kind.index()];
-        if let Some(b) = self.array.lookup(set, line) {
-            b.dirty |= write;
-            // A line re-used by another kind (e.g. a PT page freed and reused for data) is
-            // re-tagged, so occupancy reflects current contents.
-            b.kind = kind;
-            stat.hits += 1;
-            return true;
-        }
+        let vacancy = match self.array.probe(set, line) {
+            Ok(b) => {
+                b.dirty |= write;
+                // A line re-used by another kind (e.g. a PT page freed and reused for data) is
+                // re-tagged, so occupancy reflects current contents.
+                b.kind = kind;
+                stat.hits += 1;
+                return true;
+            }
+            Err(vacancy) => vacancy,
+        };
         stat.misses += 1;
-        if let Some((_, victim)) = self
-            .array
-            .insert_absent(set, line, Block { kind, dirty: write })
-        {
+        if let Some((_, victim)) = self.array.fill(vacancy, line, Block { kind, dirty: write }) {
             if victim.dirty {
                 self.stats.writebacks += 1;
             }

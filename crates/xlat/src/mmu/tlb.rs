@@ -253,6 +253,11 @@ pub struct Tlb {
     array: TlbArray<PageEntry>,
     latency: u64,
     sizes: Vec<PageSize>,
+    /// Valid entries of each page size (by [`PageSize::index`]). A probe at a size with none
+    /// cannot hit and a missing probe changes nothing, so a lookup skips it: a run of 4 KiB
+    /// pages does not search the sets of the 2 MiB and 1 GiB arrays (or sizes of a unified
+    /// array) on every miss.
+    held: [u32; 3],
 }
 
 impl Tlb {
@@ -264,6 +269,7 @@ impl Tlb {
             array: TlbArray::new(cfg.sets() as usize, cfg.ways as usize, cfg.replacement),
             latency: cfg.latency as u64,
             sizes,
+            held: [0; 3],
         }
     }
 
@@ -292,6 +298,9 @@ impl Tlb {
     pub fn lookup(&mut self, va: VirtAddr, asid: u16) -> Option<(Pfn, PageSize)> {
         self.array.stats.accesses += 1;
         for &size in &self.sizes {
+            if self.held[size.index()] == 0 {
+                continue;
+            }
             if let Some(&mut PageEntry(pfn)) = self.array.find(&PageProbe::of(va, size, asid)) {
                 self.array.stats.hits += 1;
                 return Some((pfn, size));
@@ -302,19 +311,30 @@ impl Tlb {
     }
 
     pub fn insert(&mut self, va: VirtAddr, asid: u16, pfn: Pfn, size: PageSize) {
-        self.array
-            .insert(&PageProbe::of(va, size, asid), PageEntry(pfn));
+        let probe = PageProbe::of(va, size, asid);
+        if let Some(e) = self.array.find(&probe) {
+            *e = PageEntry(pfn);
+            return;
+        }
+        self.insert_absent(va, asid, pfn, size);
     }
 
     /// [`Tlb::insert`] of a translation a lookup just missed: no search for it first.
     pub fn insert_absent(&mut self, va: VirtAddr, asid: u16, pfn: Pfn, size: PageSize) {
-        self.array
+        let evicted = self
+            .array
             .insert_absent(&PageProbe::of(va, size, asid), PageEntry(pfn));
+        self.held[size.index()] += 1;
+        if let Some((tag, _)) = evicted {
+            self.held[PageEntry::size_of(tag).index()] -= 1;
+        }
     }
 
     /// Invalidate the translation of the `size` page at `vpn` (INVLPG).
     pub fn invalidate_page(&mut self, vpn: Vpn, size: PageSize, asid: u16) -> bool {
-        self.array.invalidate(&PageProbe::at(vpn, size, asid))
+        let dropped = self.array.invalidate(&PageProbe::at(vpn, size, asid));
+        self.held[size.index()] -= dropped as u32;
+        dropped
     }
 
     /// Invalidate the 4 KiB pieces of the `size` page at `vpn` that a splintering fill left
@@ -325,15 +345,18 @@ impl Tlb {
             return 0;
         }
         let huge = vpn.0 >> size.order();
-        self.array.invalidate_where(|t, _| {
+        let dropped = self.array.invalidate_where(|t, _| {
             PageEntry::asid_of(t) == asid
                 && PageEntry::size_of(t) == PageSize::Size4K
                 && PageEntry::vpn_of(t) >> size.order() == huge
-        })
+        });
+        self.held[PageSize::Size4K.index()] -= dropped as u32;
+        dropped
     }
 
     pub fn flush(&mut self) {
         self.array.flush();
+        self.held = [0; 3];
     }
 }
 

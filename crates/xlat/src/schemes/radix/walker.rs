@@ -8,7 +8,7 @@
 //! 1 GiB 2; a PD-cache hit leaves one.
 
 use crate::addr::{PageSize, Pfn, VirtAddr};
-use crate::assoc::SetAssoc;
+use crate::assoc::{SetAssoc, Vacancy};
 use crate::mem::MemKind;
 use crate::mmu::config::TlbConfig;
 use crate::mmu::walk::WalkPlan;
@@ -80,6 +80,9 @@ impl RadixWalker {
         plan.clear();
         plan.fixed_cycles = self.pwc_latency;
         let (mut level, mut table) = (pt.levels(), pt.root());
+        // Where each PWC that missed takes its entry if the walk reads it: the probe's pass
+        // chose the slot, and nothing touches that PWC before the fill below.
+        let mut vacancies: [Option<Vacancy>; 4] = [None; 4];
         // Deepest PWC hit first.
         for (i, &l) in PWC_LEVELS.iter().enumerate() {
             if l > pt.levels() {
@@ -90,11 +93,14 @@ impl RadixWalker {
             };
             let p = prefix(va, l);
             let set = pwc.set_of(p);
-            if let Some(&mut next) = pwc.lookup(set, pwc_tag(p, asid)) {
-                self.pwc_stats[i].hits += 1;
-                level = l - 1;
-                table = next;
-                break;
+            match pwc.probe(set, pwc_tag(p, asid)) {
+                Ok(&mut next) => {
+                    self.pwc_stats[i].hits += 1;
+                    level = l - 1;
+                    table = next;
+                    break;
+                }
+                Err(vacancy) => vacancies[i] = Some(vacancy),
             }
             self.pwc_stats[i].misses += 1;
         }
@@ -111,15 +117,11 @@ impl RadixWalker {
                 return Some((entry_frame(e), size));
             }
             table = entry_frame(e);
-            if let Some(pwc) = self
-                .pwc
-                .get_mut((level as usize).wrapping_sub(2))
-                .and_then(Option::as_mut)
+            let i = (level as usize).wrapping_sub(2);
+            if let (Some(Some(pwc)), Some(Some(vacancy))) = (self.pwc.get_mut(i), vacancies.get(i))
             {
                 // Every level below the deepest PWC hit was looked up and missed above.
-                let p = prefix(va, level);
-                let set = pwc.set_of(p);
-                pwc.insert_absent(set, pwc_tag(p, asid), table);
+                pwc.fill(*vacancy, pwc_tag(prefix(va, level), asid), table);
             }
             level -= 1;
         }
