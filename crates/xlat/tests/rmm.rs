@@ -5,21 +5,11 @@
 use xlat::os::MapKind;
 use xlat::Simulation;
 
-const GIB: u64 = 1 << 30;
-
-/// `workload` on `preset` with `refs` references, demand-paged (with eager paging the first
-/// fault in a VMA backs all of it), on 4 GiB of unfragmented memory, plus `extra` overrides.
-fn cfg(preset: &str, workload: &str, refs: u64, extra: &[String]) -> xlat::SimConfig {
-    let mut ov = vec![
-        format!("workload.name={workload}"),
-        format!("workload.references={refs}"),
-        "workload.populate=false".to_string(),
-        "os.physmem.fragmentation=0.0".to_string(),
-        format!("os.physmem.bytes={}", 4 * GIB),
-    ];
-    ov.extend(extra.iter().cloned());
-    xlat::SimConfig::load(preset, &ov).unwrap_or_else(|e| panic!("{preset} {workload}: {e}"))
-}
+// Each test crate uses some of the shared helpers.
+#[allow(dead_code)]
+#[path = "common/sim.rs"]
+mod sim;
+use sim::*;
 
 /// Eager paging backs every VMA whole, so a workload's VMAs must fit in the 4 GiB: the
 /// workloads whose defaults do not (`xlat workloads` lists the footprints) run smaller.
@@ -33,21 +23,6 @@ fn fit_in_4g(workload: &str) -> Vec<String> {
         )],
         _ => Vec::new(),
     }
-}
-
-fn run(cfg: xlat::SimConfig) -> serde_json::Value {
-    let name = format!("{} {}", cfg.scheme, cfg.workload.name());
-    let stats = Simulation::new(cfg)
-        .and_then(|mut s| s.run(&mut |_, _| Ok(())))
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-    serde_json::from_str(&stats.to_json()).unwrap()
-}
-
-fn u(v: &serde_json::Value, path: &str) -> u64 {
-    path.split('.')
-        .fold(v, |v, k| &v[k])
-        .as_u64()
-        .unwrap_or_else(|| panic!("no counter {path} in {v}"))
 }
 
 #[test]

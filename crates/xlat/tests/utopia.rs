@@ -6,22 +6,11 @@
 use xlat::os::MapKind;
 use xlat::Simulation;
 
-const MIB: u64 = 1 << 20;
-const GIB: u64 = 1 << 30;
-
-/// `workload` on the `utopia` preset (or `preset`) with `refs` references, demand-paged, on
-/// 4 GiB of unfragmented memory, plus `extra` overrides.
-fn cfg(preset: &str, workload: &str, refs: u64, extra: &[String]) -> xlat::SimConfig {
-    let mut ov = vec![
-        format!("workload.name={workload}"),
-        format!("workload.references={refs}"),
-        "workload.populate=false".to_string(),
-        "os.physmem.fragmentation=0.0".to_string(),
-        format!("os.physmem.bytes={}", 4 * GIB),
-    ];
-    ov.extend(extra.iter().cloned());
-    xlat::SimConfig::load(preset, &ov).unwrap_or_else(|e| panic!("{preset} {workload}: {e}"))
-}
+// Each test crate uses some of the shared helpers.
+#[allow(dead_code)]
+#[path = "common/sim.rs"]
+mod sim;
+use sim::*;
 
 /// RestSegs of `bytes_4k` (4 KiB pages) and `bytes_2m` (2 MiB pages), 8-way: with few sets
 /// the tags are long, and 16 of them no longer fit a cache line.
@@ -30,21 +19,6 @@ fn restsegs(bytes_4k: u64, bytes_2m: u64) -> String {
         "schemes.utopia.restsegs=[{{bytes = {bytes_4k}, page = \"4K\", ways = 8}}, \
          {{bytes = {bytes_2m}, page = \"2M\", ways = 8}}]"
     )
-}
-
-fn run(cfg: xlat::SimConfig) -> serde_json::Value {
-    let name = format!("{} {}", cfg.scheme, cfg.workload.name());
-    let stats = Simulation::new(cfg)
-        .and_then(|mut s| s.run(&mut |_, _| Ok(())))
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-    serde_json::from_str(&stats.to_json()).unwrap()
-}
-
-fn u(v: &serde_json::Value, path: &str) -> u64 {
-    path.split('.')
-        .fold(v, |v, k| &v[k])
-        .as_u64()
-        .unwrap_or_else(|| panic!("no counter {path} in {v}"))
 }
 
 /// Pages of each process in each RestSeg, summed: `[4K segment, 2M segment]`.

@@ -119,23 +119,16 @@ impl UtopiaConfig {
             }
         }
         use table::{COST_MAX, FREQUENCY_MAX};
-        if self.migrate_walks as u64 > FREQUENCY_MAX {
-            return Err(Error::config(
-                format!("{path}.migrate_walks"),
-                format!(
-                    "must be in 0..={FREQUENCY_MAX} (a 4-bit PTE counter), got {}",
-                    self.migrate_walks
-                ),
-            ));
-        }
-        if self.migrate_dram_refs as u64 > COST_MAX {
-            return Err(Error::config(
-                format!("{path}.migrate_dram_refs"),
-                format!(
-                    "must be in 0..={COST_MAX} (a 5-bit PTE counter), got {}",
-                    self.migrate_dram_refs
-                ),
-            ));
+        for (key, value, max, bits) in [
+            ("migrate_walks", self.migrate_walks, FREQUENCY_MAX, 4),
+            ("migrate_dram_refs", self.migrate_dram_refs, COST_MAX, 5),
+        ] {
+            if u64::from(value) > max {
+                return Err(Error::config(
+                    format!("{path}.{key}"),
+                    format!("must be in 0..={max} (a {bits}-bit PTE counter), got {value}"),
+                ));
+            }
         }
         let mut sizes: Vec<PageSize> = self.restsegs.iter().map(|r| r.page).collect();
         sizes.sort_by_key(|s| s.index());
