@@ -86,6 +86,11 @@ pub trait MmuScheme: Send + 'static {
     /// Utopia's PTE-based migration counts walks and their DRAM references per page.
     const NOTES_WALKS: bool = false;
 
+    /// A side path's translation fills the L2 TLB as well as the L1 TLB, as a walk's does
+    /// (Utopia's RestSeg walk); otherwise only the L1 TLB (RMM's range TLB is itself the
+    /// L2-level structure of its translations).
+    const SIDE_HITS_FILL_L2: bool = false;
+
     /// Side paths looked up in parallel with the L2 TLB, at cycle `now`, reading the tables
     /// of process `asid` from `tables` if they need to (a RestSeg walk reads its TAR and SF).
     /// Returns the translation, if a side path has it, and the cycles the side paths took.
@@ -415,7 +420,7 @@ impl<S: MmuScheme> Mmu<S> {
         };
         if let Some((pfn, size, lat, found)) = hit {
             latency += lat;
-            self.l1_of(op).fill(va, asid, pfn, size);
+            self.fill_side_hit(va, asid, op, found, pfn, size);
             return Ok(Outcome::Done(Translation {
                 paddr: translate(va, pfn, size),
                 size,
@@ -532,6 +537,22 @@ impl<S: MmuScheme> Mmu<S> {
         self.fill(va, asid, op, pfn, size);
     }
 
+    /// Fill the TLBs with a translation the L2 TLB or a side path found.
+    fn fill_side_hit(
+        &mut self,
+        va: VirtAddr,
+        asid: u16,
+        op: Op,
+        found: Found,
+        pfn: Pfn,
+        size: PageSize,
+    ) {
+        if S::SIDE_HITS_FILL_L2 && found == Found::Side {
+            self.l2.fill(va, asid, pfn, size);
+        }
+        self.l1_of(op).fill(va, asid, pfn, size);
+    }
+
     fn fill(&mut self, va: VirtAddr, asid: u16, op: Op, pfn: Pfn, size: PageSize) {
         self.l2.fill(va, asid, pfn, size);
         self.l1_of(op).fill(va, asid, pfn, size);
@@ -574,7 +595,7 @@ impl<S: MmuScheme> Mmu<S> {
             .scheme
             .side_lookup(f.va, asid, resume, tables, mem, shared)
         {
-            self.l1_of(f.op).fill(f.va, asid, hit.pfn, hit.size);
+            self.fill_side_hit(f.va, asid, f.op, Found::Side, hit.pfn, hit.size);
             return Ok(Translation {
                 paddr: translate(f.va, hit.pfn, hit.size),
                 size: hit.size,

@@ -164,6 +164,7 @@ impl MmuScheme for UtopiaMmu {
     type Table = UtopiaTable;
     type Shared = ();
     const NOTES_WALKS: bool = true;
+    const SIDE_HITS_FILL_L2: bool = true;
 
     #[inline]
     fn side_lookup<P: PageTables<Table = UtopiaTable>>(
