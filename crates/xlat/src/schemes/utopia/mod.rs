@@ -56,6 +56,17 @@ pub struct RestSegConfig {
     pub ways: u64,
 }
 
+/// Where the slots of a RestSeg lie in its memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlotOrder {
+    /// §5.2's `base + set × ways + way`: a set's ways are adjacent frames.
+    #[default]
+    SetMajor,
+    /// `base + way × sets + set`: each way is a contiguous region.
+    WayMajor,
+}
+
 /// `[schemes.utopia]`: the RestSegs and the MMU's SF and TAR caches. The FlexSeg's paging
 /// path (radix levels, PWCs) is `[schemes.radix]`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -63,6 +74,10 @@ pub struct RestSegConfig {
 pub struct UtopiaConfig {
     /// The RestSegs, placed at the top of physical memory (an empty list is Radix).
     pub restsegs: Vec<RestSegConfig>,
+    /// Where the slots lie in each RestSeg's memory (`set-major`, §5.2's formula, or
+    /// `way-major`).
+    #[serde(default)]
+    pub slot_order: SlotOrder,
     /// Bytes of the SF cache and of the TAR cache (Table 1: 2 KB each).
     pub sf_cache_bytes: u64,
     pub tar_cache_bytes: u64,
@@ -96,6 +111,7 @@ impl Default for UtopiaConfig {
         };
         UtopiaConfig {
             restsegs: vec![seg(PageSize::Size4K), seg(PageSize::Size2M)],
+            slot_order: SlotOrder::SetMajor,
             sf_cache_bytes: 2048,
             tar_cache_bytes: 2048,
             cache_latency: 2,

@@ -5,13 +5,18 @@
 //! A RestSeg is set-associative memory: `sets × ways` slots of one page size, at a contiguous,
 //! size-aligned physical range the OS reserves at boot. Page `vpn` (in units of the segment's
 //! page size) may live only in set `vpn mod sets` (the modulo hash of §5.2), under tag
-//! `vpn / sets`; the slot of way `w` of set `s` is the page frame `base + (s × ways + w)`.
+//! `vpn / sets`. The slot of way `w` of set `s` is the page frame `base + (s × ways + w)`, §5.2's
+//! formula (`SlotOrder::SetMajor`), or `base + (w × sets + s)` (`SlotOrder::WayMajor`): each
+//! way a contiguous region in which consecutive pages of a process take consecutive frames.
+//! The order matters to physically indexed caches and DRAM: set-major puts consecutive
+//! virtual pages `ways` frames apart (64 KiB with 16 ways), where they share the same few
+//! sets of an L2 or LLC.
 //!
 //! Everything here is arithmetic on the config and the memory size: the frame policy (the
 //! OS's global view), the page tables (each process's TAR and SF) and the MMU (the RestSeg
 //! walk) compute the same layout without sharing state.
 
-use super::UtopiaConfig;
+use super::{SlotOrder, UtopiaConfig};
 use crate::addr::{PageSize, Pfn, PhysAddr, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::physmem::MAX_ORDER;
@@ -38,6 +43,7 @@ pub struct RestSeg {
     /// Bits of one SF counter (§5.2: log2(ways), at least one bit, rounded up to 1, 2, 4 or
     /// 8 so that no counter straddles a byte).
     pub sf_bits: u64,
+    pub order: SlotOrder,
 }
 
 impl RestSeg {
@@ -60,7 +66,11 @@ impl RestSeg {
     /// First frame of way `way` of set `set`.
     #[inline]
     pub fn slot_pfn(&self, set: u64, way: u64) -> Pfn {
-        Pfn(self.base.0 + (set * self.ways + way) * self.page.base_pages())
+        let slot = match self.order {
+            SlotOrder::SetMajor => set * self.ways + way,
+            SlotOrder::WayMajor => way * self.sets + set,
+        };
+        Pfn(self.base.0 + slot * self.page.base_pages())
     }
 
     /// `(set, way)` of the slot whose first frame is `pfn`, if it is one of this segment's.
@@ -68,8 +78,12 @@ impl RestSeg {
     pub fn slot_of(&self, pfn: Pfn) -> Option<(u64, u64)> {
         let off = pfn.0.checked_sub(self.base.0)?;
         let slot = off / self.page.base_pages();
-        (slot < self.slots() && off.is_multiple_of(self.page.base_pages()))
-            .then(|| (slot / self.ways, slot % self.ways))
+        (slot < self.slots() && off.is_multiple_of(self.page.base_pages())).then(|| {
+            match self.order {
+                SlotOrder::SetMajor => (slot / self.ways, slot % self.ways),
+                SlotOrder::WayMajor => (slot % self.sets, slot / self.sets),
+            }
+        })
     }
 
     /// Bytes of the TAR entries of one set: they fit one cache line (§5.2), so one read
@@ -197,6 +211,7 @@ impl Layout {
                 tag_bits,
                 entry_bytes,
                 sf_bits,
+                order: cfg.slot_order,
             });
         }
         Ok(Layout {
@@ -278,19 +293,27 @@ mod tests {
     }
 
     #[test]
-    fn slots_and_frames_are_inverse() {
-        let l = Layout::new(&table1(), 4 << 30, 48).unwrap();
-        for s in &l.segs {
-            for (set, way) in [(0, 0), (3, 7), (s.sets - 1, s.ways - 1)] {
-                let pfn = s.slot_pfn(set, way);
-                assert_eq!(
-                    l.slot_of(pfn).map(|(r, a, b)| (r.id, a, b)),
-                    Some((s.id, set, way))
-                );
+    fn slots_and_frames_are_inverse_in_either_order() {
+        let mut cfg = table1();
+        for order in [SlotOrder::SetMajor, SlotOrder::WayMajor] {
+            cfg.slot_order = order;
+            let l = Layout::new(&cfg, 4 << 30, 48).unwrap();
+            for s in &l.segs {
+                for (set, way) in [(0, 0), (3, 7), (s.sets - 1, s.ways - 1)] {
+                    let pfn = s.slot_pfn(set, way);
+                    assert_eq!(
+                        l.slot_of(pfn).map(|(r, a, b)| (r.id, a, b)),
+                        Some((s.id, set, way))
+                    );
+                }
+                assert_eq!(s.slot_of(Pfn(s.base.0 + s.bytes() / 4096)), None);
             }
-            assert_eq!(s.slot_of(Pfn(s.base.0 + s.bytes() / 4096)), None);
+            assert!(l.slot_of(Pfn(0)).is_none());
+            // Neighbouring sets: `ways` pages apart set-major, adjacent way-major.
+            let s = l.segs[0];
+            let step = s.slot_pfn(1, 0).0 - s.slot_pfn(0, 0).0;
+            assert_eq!(step, if order == SlotOrder::SetMajor { 16 } else { 1 });
         }
-        assert!(l.slot_of(Pfn(0)).is_none());
     }
 
     #[test]
