@@ -402,13 +402,10 @@ impl<T: PageTable> Process<T> {
         old: Pfn,
         new: Pfn,
     ) -> Result<Option<Vpn>> {
-        let Some(vpn) = self.frames.remove(&old.0) else {
+        let Some(&vpn) = self.frames.get(&old.0) else {
             return Ok(None);
         };
-        self.pt.unmap(ctx, vpn, PageSize::Size4K);
-        self.pt.map(ctx, vpn, new, PageSize::Size4K)?;
-        self.truth[0].insert(vpn.0, new);
-        self.frames.insert(new.0, vpn);
+        self.relocate(ctx, vpn, PageSize::Size4K, new)?;
         Ok(Some(vpn))
     }
 

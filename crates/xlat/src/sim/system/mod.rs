@@ -277,11 +277,8 @@ impl<S: Scheme> System<S> {
     #[cold]
     fn fault(&mut self, c: usize, f: FaultRequest) -> Result<Translation> {
         let (_, _, mut fault_cycles) = self.os.fault(f.pid, f.va)?;
-        for (owner, vpn, size) in self.os.take_shootdowns() {
-            fault_cycles += self.shoot_down(c, owner, &[(vpn, size)]);
-        }
         let older_retired = self.cores[c].core.older_retired();
-        fault_cycles += self.copy_pages(f.walked.max(older_retired));
+        fault_cycles += self.settle_moves(c, f.walked.max(older_retired));
         let unit = &mut self.cores[c];
         let t = unit.mmu.finish_fault(
             f,
@@ -309,18 +306,22 @@ impl<S: Scheme> System<S> {
         }
         // The buffer goes back, so that notes do not allocate in the steady state.
         self.cores[c].mmu.walk_notes = notes;
-        if !moved {
-            return Ok(0);
-        }
+        Ok(if moved { self.settle_moves(c, now) } else { 0 })
+    }
+
+    /// Shoot down, from core `c`, the pages whose mappings the OS changed, and run the copies
+    /// of those it moved from cycle `now` (while fast-forwarding they take no time). Returns
+    /// the cycles core `c` waits for both.
+    pub(super) fn settle_moves(&mut self, c: usize, now: u64) -> u64 {
         let mut cycles = 0;
         for (owner, vpn, size) in self.os.take_shootdowns() {
             cycles += self.shoot_down(c, owner, &[(vpn, size)]);
         }
         if self.fast_forwarding {
             self.os.take_copies();
-            return Ok(0);
+            return cycles;
         }
-        Ok(cycles + self.copy_pages(now))
+        cycles + self.copy_pages(now)
     }
 
     /// Run the copies of the pages the OS moved, from cycle `start`, through the current
