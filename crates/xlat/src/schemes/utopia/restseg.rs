@@ -17,7 +17,7 @@
 //! walk) compute the same layout without sharing state.
 
 use super::{SlotOrder, UtopiaConfig};
-use crate::addr::{PageSize, Pfn, PhysAddr, Vpn};
+use crate::addr::{PageSize, Pfn, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::physmem::MAX_ORDER;
 
@@ -102,18 +102,16 @@ impl RestSeg {
         (self.sets * self.sf_bits).div_ceil(8)
     }
 
-    /// Address of the TAR entry of `(set, way)` in a TAR at `tar`.
+    /// Index of the 64-byte line of a TAR holding set `set`'s tags.
     #[inline]
-    pub fn tar_entry(&self, tar: PhysAddr, set: u64, way: u64) -> PhysAddr {
-        PhysAddr(tar.0 + set * self.tar_set_bytes() + way * self.entry_bytes)
+    pub fn tar_line(&self, set: u64) -> u64 {
+        set * self.tar_set_bytes() / 64
     }
 
-    /// Bit position of set `set`'s counter in an SF at `sf`: the address of its byte and the
-    /// shift inside that byte.
+    /// Index of the 64-byte line of an SF holding set `set`'s counter.
     #[inline]
-    pub fn sf_counter(&self, sf: PhysAddr, set: u64) -> (PhysAddr, u64) {
-        let bit = set * self.sf_bits;
-        (PhysAddr(sf.0 + bit / 8), bit % 8)
+    pub fn sf_line(&self, set: u64) -> u64 {
+        set * self.sf_bits / 8 / 64
     }
 
     /// Largest value an SF counter holds. A set may hold `ways` pages of a process, one more

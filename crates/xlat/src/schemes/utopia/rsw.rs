@@ -151,18 +151,18 @@ impl RestSegWalker {
         for ps in &table.segs {
             let seg = &ps.seg;
             let (set, tag) = seg.index(vpn);
-            let (sf_byte, _) = seg.sf_counter(ps.sf, set);
-            let sf_line = PhysAddr(sf_byte.0 & !63);
-            let sf_key = line_key(asid, seg.id, (sf_line.0 - ps.sf.0) / 64);
-            let sf_latency = self.read(false, sf_key, sf_line, now, mem);
+            let sf_line = seg.sf_line(set);
+            let sf_addr = PhysAddr(ps.sf.0 + sf_line * 64);
+            let sf_latency = self.read(false, line_key(asid, seg.id, sf_line), sf_addr, now, mem);
             if ps.sf_count(store, set) == 0 {
                 self.stats.sf_filtered += 1;
                 slowest = slowest.max(sf_latency);
                 continue;
             }
-            let tar_line = PhysAddr(seg.tar_entry(ps.tar, set, 0).0 & !63);
-            let tar_key = line_key(asid, seg.id, (tar_line.0 - ps.tar.0) / 64);
-            let latency = sf_latency.max(self.read(true, tar_key, tar_line, now, mem));
+            let tar_line = seg.tar_line(set);
+            let tar_addr = PhysAddr(ps.tar.0 + tar_line * 64);
+            let tar_key = line_key(asid, seg.id, tar_line);
+            let latency = sf_latency.max(self.read(true, tar_key, tar_addr, now, mem));
             match ps.find(store, set, tag) {
                 Some(way) => {
                     self.stats.hits += 1;
@@ -189,10 +189,10 @@ impl RestSegWalker {
     pub fn invalidate(&mut self, vpn: Vpn, size: PageSize, asid: u16) {
         for seg in self.layout.of_size(size) {
             let (set, _) = seg.index(vpn);
-            let sf_line = set * seg.sf_bits / 8 / 64;
-            let tar_line = set * seg.tar_set_bytes() / 64;
-            self.sf_cache.invalidate(line_key(asid, seg.id, sf_line));
-            self.tar_cache.invalidate(line_key(asid, seg.id, tar_line));
+            self.sf_cache
+                .invalidate(line_key(asid, seg.id, seg.sf_line(set)));
+            self.tar_cache
+                .invalidate(line_key(asid, seg.id, seg.tar_line(set)));
         }
     }
 
