@@ -11,8 +11,6 @@ use super::kind::MemKind;
 use crate::addr::PhysAddr;
 use crate::mem::dram::DramConfig;
 use serde::{Deserialize, Serialize};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -75,38 +73,64 @@ pub struct MshrStats {
     pub wait_cycles: u64,
 }
 
-/// One core's L1D miss-status holding registers: the cycle each is busy until. A miss takes
-/// the one that frees first, waiting if it is still busy, and holds it until its fill returns.
-/// Misses are not merged: a second access to a line in flight hits, the line having been
-/// filled functionally at the first.
+/// One core's L1D miss-status holding registers, as the intervals they are held for.
+///
+/// The core model computes each access's issue cycle out of program order in time: a younger
+/// instruction's access can be issued earlier than an older one's, which waited for its
+/// translation. A register is therefore not "busy until" one cycle but held over intervals,
+/// and a miss known at cycle `at` waits only while every register is held *at that cycle*;
+/// fills booked later in time do not delay it. Misses are not merged: a second access to a
+/// line in flight hits, the line having been filled functionally at the first.
 struct Mshrs {
-    /// When each register frees, as a min-heap. Registers differ only in that cycle, so which
-    /// of several equally early ones a miss takes does not matter: a heap finds the earliest
-    /// in O(1) and re-files the claimed one in O(log n), where a scan cost O(n) per miss.
-    busy_until: BinaryHeap<Reverse<u64>>,
+    registers: usize,
+    /// `(from, until)` of each miss holding a register, unordered.
+    held: Vec<(u64, u64)>,
+    /// No access of this core is issued before this cycle (its dispatch clock), so intervals
+    /// ending by then can never delay one again and are dropped.
+    floor: u64,
 }
 
 impl Mshrs {
     fn new(registers: usize) -> Mshrs {
         Mshrs {
-            busy_until: (0..registers.max(1)).map(|_| Reverse(0)).collect(),
+            registers: registers.max(1),
+            held: Vec::new(),
+            floor: 0,
         }
     }
 
-    /// The cycles a miss known at cycle `at` waits for the earliest-free register.
+    /// The cycles a miss known at cycle `at` waits until a register is free: while all are
+    /// held at the candidate cycle, the candidate moves to the earliest release among them.
     #[inline]
     fn wait(&self, at: u64) -> u64 {
-        self.busy_until
-            .peek()
-            .map_or(0, |Reverse(earliest)| earliest.saturating_sub(at))
+        if self.held.len() < self.registers {
+            return 0;
+        }
+        let mut t = at;
+        loop {
+            let mut holding = 0;
+            let mut first_release = u64::MAX;
+            for &(from, until) in &self.held {
+                if from <= t && t < until {
+                    holding += 1;
+                    first_release = first_release.min(until);
+                }
+            }
+            if holding < self.registers {
+                return t - at;
+            }
+            t = first_release;
+        }
     }
 
-    /// The earliest-free register is taken until cycle `until`.
+    /// A register is held from cycle `from` until the fill returns at `until`.
     #[inline]
-    fn hold(&mut self, until: u64) {
-        if let Some(mut earliest) = self.busy_until.peek_mut() {
-            *earliest = Reverse(until);
+    fn hold(&mut self, from: u64, until: u64) {
+        if self.held.len() >= 4 * self.registers {
+            let floor = self.floor;
+            self.held.retain(|&(_, until)| until > floor);
         }
+        self.held.push((from, until));
     }
 }
 
@@ -159,6 +183,13 @@ impl Hierarchy {
     #[inline]
     pub fn set_core(&mut self, core: usize) {
         self.core = core;
+    }
+
+    /// Core `core` issues nothing before cycle `cycle` from now on (its dispatch clock): the
+    /// MSHR intervals that ended by then are history.
+    #[inline]
+    pub fn core_clock(&mut self, core: usize, cycle: u64) {
+        self.mshrs[core].floor = cycle;
     }
 
     /// Access `addr` starting at cache level `entry` at cycle `now`.
@@ -218,17 +249,17 @@ impl Hierarchy {
             return (latency, served);
         }
         // A miss in the L1D needs one of its MSHRs from when the miss is known until the fill.
-        let mshr = if entry == Level::L1d {
-            let l1_latency = self.private[self.core][0].latency();
-            let wait = self.mshrs[self.core].wait(now + l1_latency);
+        let mshr_from = if entry == Level::L1d {
+            let known = now + self.private[self.core][0].latency();
+            let wait = self.mshrs[self.core].wait(known);
             if wait > 0 {
                 self.mshr_stats.waits += 1;
                 self.mshr_stats.wait_cycles += wait;
                 latency += wait;
             }
-            true
+            Some(known + wait)
         } else {
-            false
+            None
         };
         if served == Level::Dram {
             let requester = if kind.is_translation() {
@@ -238,8 +269,8 @@ impl Hierarchy {
             };
             latency += self.dram.access(addr, now + latency, requester);
         }
-        if mshr {
-            self.mshrs[self.core].hold(now + latency);
+        if let Some(from) = mshr_from {
+            self.mshrs[self.core].hold(from, now + latency);
         }
         (latency, served)
     }
@@ -352,6 +383,22 @@ mod tests {
         let mut h = hierarchy(64);
         assert_eq!(last_fill(&mut h, 16), single);
         assert_eq!(h.mshr_stats.waits, 0);
+    }
+
+    #[test]
+    fn mshrs_held_later_in_time_do_not_delay_an_earlier_miss() {
+        // Four misses issued at cycle 1000 hold both registers until after then; a miss the
+        // out-of-order core issues at cycle 0 finds both free (the bookings start later) and
+        // does not wait, while one issued inside their interval does.
+        let mut h = hierarchy(2);
+        for i in 0..2 {
+            h.access(PhysAddr(i * 8192), MemKind::DATA, false, 1000, Level::L1d);
+        }
+        let waits = h.mshr_stats.waits;
+        h.access(PhysAddr(5 * 8192), MemKind::DATA, false, 0, Level::L1d);
+        assert_eq!(h.mshr_stats.waits, waits);
+        h.access(PhysAddr(6 * 8192), MemKind::DATA, false, 1001, Level::L1d);
+        assert_eq!(h.mshr_stats.waits, waits + 1);
     }
 
     #[test]

@@ -232,6 +232,7 @@ impl<S: Scheme> System<S> {
         let issue = unit
             .core
             .issue_memory(rec.dep, rec.core, store, rec.joins_previous());
+        self.mem.core_clock(c, unit.core.now());
         let t = match unit.mmu.translate(
             rec.vaddr,
             rec.pid,
