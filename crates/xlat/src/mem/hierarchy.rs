@@ -129,6 +129,15 @@ impl Mshrs {
         if self.held.len() >= 4 * self.registers {
             let floor = self.floor;
             self.held.retain(|&(_, until)| until > floor);
+            // A burst issued at one cycle (a page copy: every line at once) does not move
+            // the floor. Keep the intervals that end last, so that `wait` stays O(registers²)
+            // per miss; the dropped ones end first and can only delay requests issued
+            // before the burst's.
+            if self.held.len() >= 2 * self.registers {
+                self.held
+                    .sort_unstable_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
+                self.held.truncate(self.registers);
+            }
         }
         self.held.push((from, until));
     }

@@ -61,9 +61,12 @@ pub struct RestSegConfig {
 #[serde(rename_all = "kebab-case")]
 pub enum SlotOrder {
     /// §5.2's `base + set × ways + way`: a set's ways are adjacent frames.
-    #[default]
     SetMajor,
-    /// `base + way × sets + set`: each way is a contiguous region.
+    /// `base + way × sets + set`: each way is a contiguous region. The default: with
+    /// set-major order a process's consecutive pages lie `ways` frames apart and share 1/ways
+    /// of the sets of a physically indexed L2 or LLC, which the paper's results do not show
+    /// (docs/schemes/utopia.md, "Slot order").
+    #[default]
     WayMajor,
 }
 
@@ -74,8 +77,8 @@ pub enum SlotOrder {
 pub struct UtopiaConfig {
     /// The RestSegs, placed at the top of physical memory (an empty list is Radix).
     pub restsegs: Vec<RestSegConfig>,
-    /// Where the slots lie in each RestSeg's memory (`set-major`, §5.2's formula, or
-    /// `way-major`).
+    /// Where the slots lie in each RestSeg's memory (`way-major`, the default, or
+    /// `set-major`, §5.2's formula).
     #[serde(default)]
     pub slot_order: SlotOrder,
     /// Bytes of the SF cache and of the TAR cache (Table 1: 2 KB each).
@@ -86,7 +89,8 @@ pub struct UtopiaConfig {
     /// PTE-based migration (§5.5): a FlexSeg page moves into its RestSeg once its walks
     /// number at least `migrate_walks` (the PTE's access-frequency counter, 4 bits: 1..=15)
     /// and their DRAM references at least `migrate_dram_refs` (the cost counter, 5 bits:
-    /// 0..=31). The paper gives no values; 0 walks turns the migration off.
+    /// 0..=31). The paper gives no values; the defaults (8 and 8) keep migrations below the
+    /// 0.5 per kilo-instruction of its Fig 18 on our workloads. 0 walks turns it off.
     #[serde(default = "default_migrate_walks")]
     pub migrate_walks: u32,
     #[serde(default = "default_migrate_dram_refs")]
@@ -94,11 +98,11 @@ pub struct UtopiaConfig {
 }
 
 fn default_migrate_walks() -> u32 {
-    4
+    8
 }
 
 fn default_migrate_dram_refs() -> u32 {
-    4
+    8
 }
 
 impl Default for UtopiaConfig {
@@ -111,7 +115,7 @@ impl Default for UtopiaConfig {
         };
         UtopiaConfig {
             restsegs: vec![seg(PageSize::Size4K), seg(PageSize::Size2M)],
-            slot_order: SlotOrder::SetMajor,
+            slot_order: SlotOrder::WayMajor,
             sf_cache_bytes: 2048,
             tar_cache_bytes: 2048,
             cache_latency: 2,
