@@ -172,7 +172,8 @@ impl SimConfig {
         let Some(need) = self.memory_needed() else {
             return;
         };
-        if physmem_given || need <= self.os.physmem.bytes {
+        // With swapping, a footprint beyond memory is what the run is about.
+        if physmem_given || self.os.swap.enabled || need <= self.os.physmem.bytes {
             return;
         }
         self.os.physmem.bytes = need;
