@@ -217,6 +217,14 @@ impl Validate for SimConfig {
         }
         crate::schemes::check_name(&self.scheme)?;
         self.schemes.validate()?;
+        if self.scheme == "utopia" && !self.schemes.utopia.flexseg && !self.os.swap.enabled {
+            return Err(Error::config(
+                "schemes.utopia.flexseg",
+                "false (restrictive-only) pages out a full set's victim: it needs \
+                 os.swap.enabled = true"
+                    .to_string(),
+            ));
+        }
         self.workload.validate("workload")
     }
 }
