@@ -62,6 +62,28 @@ fn a_table_twice_the_memory_swaps_and_every_translation_stays_correct() {
 }
 
 #[test]
+fn pages_out_on_one_core_are_shot_down_on_every_core_that_runs_the_process() {
+    // Four threads of GUPS over a table twice memory: a page one core pages out may sit in
+    // another core's TLBs, and verify checks that none of them translates it stale.
+    let mut extra = swap(8 * MIB);
+    extra.extend([
+        format!("workload.table_bytes={}", 16 * MIB),
+        "workload.threads=4".into(),
+        "sim.cores=4".into(),
+    ]);
+    let s = run(cfg("baseline-radix", "gups", 200_000, &extra));
+    assert!(u(&s, "os.faults.major") > 0);
+    assert!(
+        u(&s, "verify.translations_checked") >= u(&s, "core.memory_refs"),
+        "every translation checked"
+    );
+    assert!(
+        u(&s, "system.shootdowns_remote") > 0,
+        "page-outs reached other cores"
+    );
+}
+
+#[test]
 fn with_memory_to_spare_swapping_changes_nothing() {
     // The same run with swapping on and off: no page goes out, and the stats agree but for
     // the `os.swap` subtree.
