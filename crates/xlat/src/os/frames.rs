@@ -18,6 +18,17 @@ pub struct Eviction {
     pub to: Pfn,
 }
 
+/// A page the frame policy displaced with nowhere in memory to move it (restrictive-only
+/// Utopia's full set): the OS pages it out to the backing store after mapping the page that
+/// took its frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageOut {
+    pub pid: u16,
+    /// First 4 KiB page of the page.
+    pub vpn: Vpn,
+    pub size: PageSize,
+}
+
 /// Chooses the frame of a new page.
 pub trait FramePolicy: Send {
     /// Take the memory the policy manages itself out of `buddy` at boot, before fragmentation
@@ -74,6 +85,19 @@ pub trait FramePolicy: Send {
     /// Pages displaced by the frames chosen since the last call, for the OS to move.
     fn take_evictions(&mut self) -> Vec<Eviction> {
         Vec::new()
+    }
+
+    /// Pages displaced by the frames chosen since the last call that have nowhere to go, for
+    /// the OS to page out (only a policy that may evict without a frame to move to has any).
+    fn take_page_outs(&mut self) -> Vec<PageOut> {
+        Vec::new()
+    }
+
+    /// Whether `pfn` is the policy's own memory (a RestSeg slot) rather than the buddy
+    /// allocator's: the OS's reclaim pages out only pages of the buddy allocator's frames,
+    /// since only those give it free frames.
+    fn owns(&self, _pfn: Pfn) -> bool {
+        false
     }
 
     /// The policy's own statistics (the `os.frames` subtree), if any.

@@ -4,10 +4,12 @@
 
 mod frames;
 mod process;
+mod swap;
 
-pub use frames::{BuddyFrames, Eviction, FramePolicy};
+pub use frames::{BuddyFrames, Eviction, FramePolicy, PageOut};
 use process::Paging;
 pub use process::{MapKind, Process, Vma};
+pub use swap::{SwapConfig, SwapStats};
 
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
@@ -43,6 +45,9 @@ pub struct OsConfig {
     /// IPI handler (multi-core systems only).
     #[serde(default = "default_ipi_cycles")]
     pub shootdown_ipi_cycles: u64,
+    /// Swapping to a backing store (`[os.swap]`; off by default).
+    #[serde(default)]
+    pub swap: SwapConfig,
 }
 
 /// An estimate, not a measurement: an IPI-based shootdown that reaches other cores costs on
@@ -60,14 +65,28 @@ pub enum ThpPolicy {
 
 impl OsConfig {
     pub fn validate(&self, path: &str) -> Result<()> {
-        self.physmem.validate(&format!("{path}.physmem"))
+        self.physmem.validate(&format!("{path}.physmem"))?;
+        self.swap.validate(&format!("{path}.swap"))?;
+        if self.swap.enabled && self.eager_paging {
+            return Err(Error::config(
+                format!("{path}.swap.enabled"),
+                format!(
+                    "swapping is not modelled with eager paging ({path}.eager_paging = true): \
+                     eager paging backs a whole VMA at its first fault, swapped pages included"
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FaultStats {
-    /// Page faults handled (every first touch of a page).
+    /// Page faults handled that found the page nowhere (every first touch of a page).
     pub minor: u64,
+    /// Page faults that read the page back from the backing store (swapping).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub major: u64,
     /// Pages mapped by size.
     #[serde(rename = "4k")]
     pub mapped_4k: u64,
@@ -80,7 +99,7 @@ pub struct FaultStats {
     /// 1 GiB requests that fell back to smaller pages (no free order-18 block).
     pub huge_1g_fallbacks: u64,
     /// Cycles charged for faults (the minor-fault cost plus page-table allocation and
-    /// rehashing).
+    /// rehashing, and with swapping the page-outs and page-ins).
     pub cycles: u64,
     /// Cycles the page tables spent allocating contiguous memory (hashed tables, §III of
     /// ME-HPT), at faults and at pre-population; the faults' share is part of `cycles`.
@@ -115,6 +134,7 @@ pub struct OsStats {
     /// Pages moved into the frame policy's own memory because their walks cost too much
     /// (Utopia's PTE-based migration), each remapped, copied and shot down.
     pub promoted: u64,
+    pub swap: SwapStats,
 }
 
 /// Builds the page table of a new process (`pid`): the scheme's organisation.
@@ -138,6 +158,11 @@ pub struct Os<T: PageTable> {
     shootdowns: Vec<(u16, Vpn, PageSize)>,
     /// Pages whose contents moved (evictions), for the memory hierarchy to copy.
     copies: Vec<PageCopy>,
+    /// Swapping: resident pages in the order they were mapped to frames of the buddy
+    /// allocator (the reclaim's FIFO; entries whose page has gone since are skipped).
+    resident: std::collections::VecDeque<(u16, Vpn, PageSize)>,
+    /// Swap I/O cycles since the last fault charged them.
+    swap_cycles: u64,
 }
 
 /// A page's contents copied from one frame to another: the memory traffic of a migration.
@@ -191,6 +216,8 @@ impl<T: PageTable> Os<T> {
             fmfi_initial,
             shootdowns: Vec::new(),
             copies: Vec::new(),
+            resident: std::collections::VecDeque::new(),
+            swap_cycles: 0,
         })
     }
 
@@ -269,10 +296,17 @@ impl<T: PageTable> Os<T> {
     /// table, record ground truth. Returns the new mapping and the cycles the fault costs the
     /// core: the minor-fault cost plus whatever the page table spent allocating memory and
     /// moving entries (all in the handler, so the faulting core waits for it).
+    /// With swapping, the fault first reclaims memory down to the free-frame watermark, and a
+    /// fault on a swapped page is major: it also costs the page-in, and every page-out on the
+    /// way costs its write.
     pub fn fault(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize, u64)> {
+        let majors = self.stats.faults.major;
         let (pfn, size, pt_cycles) = self.map_page(pid, va)?;
-        let cycles = self.cfg.minor_fault_cycles + pt_cycles;
-        self.stats.faults.minor += 1;
+        if self.stats.faults.major == majors {
+            self.stats.faults.minor += 1;
+        }
+        let cycles =
+            self.cfg.minor_fault_cycles + pt_cycles + std::mem::take(&mut self.swap_cycles);
         self.stats.faults.cycles += cycles;
         Ok((pfn, size, cycles))
     }
@@ -287,12 +321,16 @@ impl<T: PageTable> Os<T> {
             self.stats.faults.populated += 1;
             at = (at & !size.mask()) + size.bytes();
         }
-        // Pages evicted on the way moved before the program's measured part: no copy to time.
+        // Pages evicted on the way moved before the program's measured part: no copy to time,
+        // and no swap I/O to charge.
         self.copies.clear();
+        self.swap_cycles = 0;
         Ok(())
     }
 
     fn map_page(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize, u64)> {
+        self.reclaim()?;
+        let majors = self.stats.faults.major;
         let paging = Paging {
             thp: self.cfg.thp == ThpPolicy::Always,
             eager: self.cfg.eager_paging,
@@ -304,6 +342,13 @@ impl<T: PageTable> Os<T> {
         let mut rehash_cycles = p.pt.take_rehash_cycles();
         self.stats.faults = faults;
         let (pfn, size) = mapped?;
+        if self.stats.faults.major != majors {
+            self.stats.swap.ins += 1;
+            let cycles = self.cfg.swap.page_in_cycles * size.base_pages();
+            self.stats.swap.in_cycles += cycles;
+            self.swap_cycles += cycles;
+        }
+        self.note_resident(pid, va.vpn().align_down(size), pfn, size);
         let (evict_alloc, evict_rehash) = self.move_evicted()?;
         alloc_cycles += evict_alloc;
         rehash_cycles += evict_rehash;
@@ -344,8 +389,9 @@ impl<T: PageTable> Os<T> {
         }
     }
 
-    /// Move the pages the frame policy evicted to their new frames; returns the page-table
-    /// allocation and rehash cycles the remaps cost.
+    /// Move the pages the frame policy evicted to their new frames, and page out those it
+    /// evicted to nowhere; returns the page-table allocation and rehash cycles the remaps
+    /// cost.
     fn move_evicted(&mut self) -> Result<(u64, u64)> {
         let mut cycles = (0, 0);
         for e in self.frames.take_evictions() {
@@ -360,8 +406,66 @@ impl<T: PageTable> Os<T> {
                 size: e.size,
             });
             self.stats.faults.evicted += 1;
+            self.note_resident(e.pid, e.vpn, e.to, e.size);
+        }
+        for out in self.frames.take_page_outs() {
+            // The page that evicted it holds its frame now: nothing to free.
+            self.page_out(out.pid, out.vpn, out.size, false)?;
+            self.stats.swap.policy_outs += 1;
         }
         Ok(cycles)
+    }
+
+    /// Swapping: a page just mapped to `pfn` joins the reclaim's FIFO if the frame is the
+    /// buddy allocator's (pages in the frame policy's own memory leave it only when the
+    /// policy evicts them).
+    fn note_resident(&mut self, pid: u16, base: Vpn, pfn: Pfn, size: PageSize) {
+        if self.cfg.swap.enabled && !self.frames.owns(pfn) {
+            self.resident.push_back((pid, base, size));
+        }
+    }
+
+    /// Swapping: page out the longest-resident pages until `min_free_frames` frames are free
+    /// (or no page of the buddy allocator's is left to page out).
+    fn reclaim(&mut self) -> Result<()> {
+        if !self.cfg.swap.enabled {
+            return Ok(());
+        }
+        while self.buddy.free_frames() < self.cfg.swap.min_free_frames {
+            let Some((pid, base, size)) = self.resident.pop_front() else {
+                return Ok(());
+            };
+            // Skip entries whose page has gone (unmapped, paged out, moved into the policy's
+            // memory, or now part of another mapping) since they were queued.
+            let current = self.process(pid)?.truth(base.addr());
+            match current {
+                Some((pfn, s)) if s == size && base.align_down(s) == base => {
+                    if self.frames.owns(pfn) {
+                        continue;
+                    }
+                }
+                _ => continue,
+            }
+            self.page_out(pid, base, size, true)?;
+        }
+        Ok(())
+    }
+
+    /// Write the `size` page at `base` of `pid` to the backing store: unmap it (the caller's
+    /// shootdown queue gets it) and free its frame if `free`. Its write costs the faulting
+    /// core `page_out_cycles` per 4 KiB.
+    fn page_out(&mut self, pid: u16, base: Vpn, size: PageSize, free: bool) -> Result<()> {
+        let (p, mut ctx, frames) = self.process_and_pt(pid)?;
+        let pfn = p.swap_out(&mut ctx, base, size)?;
+        if free {
+            frames.free(ctx.buddy, pfn, size);
+        }
+        self.shootdowns.push((pid, base, size));
+        let cycles = self.cfg.swap.page_out_cycles * size.base_pages();
+        self.stats.swap.outs += 1;
+        self.stats.swap.out_cycles += cycles;
+        self.swap_cycles += cycles;
+        Ok(())
     }
 
     /// A page walk of `pid` found `vpn`'s mapping with `dram_refs` references served by DRAM:
@@ -386,6 +490,9 @@ impl<T: PageTable> Os<T> {
         self.copies.push(PageCopy { from, to, size });
         self.stats.promoted += 1;
         self.move_evicted()?;
+        // A move has no fault to charge page-outs to (restrictive-only Utopia promotes
+        // nothing: it has no FlexSeg pages).
+        self.swap_cycles = 0;
         Ok(true)
     }
 
@@ -424,6 +531,10 @@ impl<T: PageTable> Os<T> {
             faults: self.stats.faults.clone(),
             munmaps: self.stats.munmaps,
             promoted: self.stats.promoted,
+            swap: self.cfg.swap.enabled.then(|| SwapStats {
+                swapped: self.processes.iter().map(|p| p.swapped_pages()).sum(),
+                ..self.stats.swap
+            }),
             pt_bytes: self.pt_bytes(),
             pt: self
                 .processes
@@ -524,6 +635,9 @@ pub struct OsSnapshot {
     pub munmaps: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub promoted: u64,
+    /// Swap I/O (with `os.swap.enabled`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swap: Option<SwapStats>,
     pub pt_bytes: u64,
     /// Each process's page-table statistics, by pid, for organisations that keep their own
     /// (hashed tables: resizes, contiguous allocations, L2P use...).
@@ -578,6 +692,7 @@ pub(crate) mod testing {
                 contiguous_bytes: 0,
             },
             shootdown_ipi_cycles: 0,
+            swap: SwapConfig::default(),
         }
     }
 

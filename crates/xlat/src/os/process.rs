@@ -5,7 +5,7 @@ use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::physmem;
 use crate::pt::{PageTable, PtContext};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
 /// How a region is backed.
@@ -77,6 +77,10 @@ pub struct Process<T: PageTable> {
     small_in_1g: FxHashMap<u64, u32>,
     /// Reverse map of the 4 KiB data pages, frame → page: the pages compaction may migrate.
     frames: FxHashMap<u64, Vpn>,
+    /// Pages in the backing store, per page size: page number at that size. A swapped page
+    /// still counts in `small_in_2m` / `small_in_1g`, so its region takes no larger page over
+    /// it while it is out.
+    swapped: [FxHashSet<u64>; 3],
 }
 
 impl<T: PageTable> Process<T> {
@@ -97,6 +101,7 @@ impl<T: PageTable> Process<T> {
             small_in_2m: FxHashMap::default(),
             small_in_1g: FxHashMap::default(),
             frames: FxHashMap::default(),
+            swapped: Default::default(),
         }
     }
 
@@ -209,7 +214,12 @@ impl<T: PageTable> Process<T> {
                 self.pid
             ))
         })?;
+        let swapped = self.swapped_at(vpn);
         if paging.eager && !vma.catch_all {
+            debug_assert!(
+                swapped.is_none(),
+                "eager paging with swap is refused by config"
+            );
             self.populate_vma(ctx, frames, &vma, paging.thp, stats)?;
             return self.truth(va).ok_or_else(|| {
                 Error::Workload(format!(
@@ -220,7 +230,91 @@ impl<T: PageTable> Process<T> {
         }
         let (pfn, size) = self.demand_frame(ctx, frames, &vma, vpn, paging.thp, stats)?;
         self.install(ctx, vpn.align_down(size), pfn, size, stats)?;
+        if let Some(out) = swapped {
+            self.swapped_in(vpn, out, size);
+            stats.major += 1;
+        }
         Ok((pfn, size))
+    }
+
+    /// The size of the swapped page holding `vpn`, if it is in the backing store.
+    fn swapped_at(&self, vpn: Vpn) -> Option<PageSize> {
+        PageSize::ALL
+            .into_iter()
+            .find(|s| self.swapped[s.index()].contains(&(vpn.0 >> s.order())))
+    }
+
+    /// Pages of this process in the backing store.
+    pub fn swapped_pages(&self) -> u64 {
+        self.swapped.iter().map(|s| s.len() as u64).sum()
+    }
+
+    /// The swapped `out`-sized page holding `vpn` came back as the `size` page holding it
+    /// (just installed): it leaves the backing store. A page that comes back smaller (no free
+    /// huge frame) leaves the rest of it swapped, as pages of `size`.
+    fn swapped_in(&mut self, vpn: Vpn, out: PageSize, size: PageSize) {
+        let base = vpn.align_down(out);
+        self.swapped[out.index()].remove(&(base.0 >> out.order()));
+        // The installed page counted itself; the swapped one stops counting.
+        self.count_small(base, out, false);
+        if size == out {
+            return;
+        }
+        let here = vpn.align_down(size);
+        let mut at = base.0;
+        while at < base.0 + out.base_pages() {
+            if at != here.0 {
+                self.swapped[size.index()].insert(at >> size.order());
+                self.count_small(Vpn(at), size, true);
+            }
+            at += size.base_pages();
+        }
+    }
+
+    /// Count (or uncount) the `size` page at `base` in the small-page counts of its 2 MiB and
+    /// 1 GiB regions.
+    fn count_small(&mut self, base: Vpn, size: PageSize, add: bool) {
+        let bump = |map: &mut FxHashMap<u64, u32>, key: u64| {
+            if add {
+                *map.entry(key).or_default() += 1;
+            } else {
+                dec(map, key);
+            }
+        };
+        if size != PageSize::Size1G {
+            bump(&mut self.small_in_1g, base.0 >> 18);
+        }
+        if size == PageSize::Size4K {
+            bump(&mut self.small_in_2m, base.0 >> 9);
+        }
+    }
+
+    /// Page out the `size` page at `base`: unmap it from the page table and the ground truth
+    /// and remember it as swapped. Returns the frame it held, which the caller frees unless
+    /// another page holds it already (a RestSeg slot taken by the page that evicted it).
+    pub(super) fn swap_out(
+        &mut self,
+        ctx: &mut PtContext,
+        base: Vpn,
+        size: PageSize,
+    ) -> Result<Pfn> {
+        let key = base.0 >> size.order();
+        let pfn = self.truth[size.index()].remove(&key).ok_or_else(|| {
+            Error::Workload(format!(
+                "pid {} has no {size} page at {:?} to page out",
+                self.pid,
+                base.addr()
+            ))
+        })?;
+        // The table may have lost the mapping already, if the page that took the frame is
+        // this process's and its entry replaced this one's.
+        self.pt.unmap(ctx, base, size);
+        if size == PageSize::Size4K && self.frames.get(&pfn.0) == Some(&base) {
+            self.frames.remove(&pfn.0);
+            ctx.buddy.unmark_movable(pfn);
+        }
+        self.swapped[size.index()].insert(key);
+        Ok(pfn)
     }
 
     /// Demand paging: the largest page the VMA, THP and free memory allow at `vpn`, and its
@@ -268,7 +362,7 @@ impl<T: PageTable> Process<T> {
     fn out_of_memory(&self, vpn: Vpn) -> Error {
         Error::OutOfMemory(format!(
             "no free frame for pid {} at {:?}; the footprint exceeds os.physmem.bytes \
-             (swap is not modelled yet)",
+             (raise it, or set os.swap.enabled = true to page out)",
             self.pid,
             vpn.addr()
         ))
@@ -486,6 +580,18 @@ impl<T: PageTable> Process<T> {
                     dec(&mut self.small_in_2m, base.0 >> 9);
                 }
                 gone.push((base, size));
+            }
+            // Swapped pages in the range leave the backing store (nothing to shoot down).
+            if !self.swapped[size.index()].is_empty() {
+                let keys: Vec<u64> = self.swapped[size.index()]
+                    .iter()
+                    .copied()
+                    .filter(|k| (lo..hi).contains(k))
+                    .collect();
+                for k in keys {
+                    self.swapped[size.index()].remove(&k);
+                    self.count_small(Vpn(k << size.order()), size, false);
+                }
             }
         }
         self.trim_vmas(start, end);

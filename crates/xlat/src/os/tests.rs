@@ -199,3 +199,158 @@ fn mixed_regions_leave_a_share_of_ranges_to_4k_pages_under_thp() {
         .count() as u64;
     assert_eq!(ineligible, small);
 }
+
+/// 4 MiB of memory with swapping: faults cost 100 cycles, a 4 KiB page-in 1000 and a
+/// page-out 300, and reclaim keeps four frames free (a fault takes at most one data frame and
+/// three page-table frames).
+fn swap_os(thp: bool) -> Os<RadixPageTable> {
+    let mut cfg = eager_config(4, thp, false, 0.0);
+    cfg.swap = SwapConfig {
+        enabled: true,
+        page_out_cycles: 300,
+        page_in_cycles: 1000,
+        min_free_frames: 4,
+    };
+    radix_os(&cfg, 3)
+}
+
+fn page(va: VirtAddr, n: u64) -> VirtAddr {
+    VirtAddr(va.0 + n * 4096)
+}
+
+/// Twice as many pages as memory: the oldest pages go to swap first (FIFO), touching one again
+/// is a major fault that reads it back and pages out the next oldest, with exact counts and
+/// cycles.
+#[test]
+fn a_full_memory_pages_out_the_oldest_page_and_a_touch_brings_it_back_as_a_major_fault() {
+    let mut os = swap_os(false);
+    let pid = os.spawn().unwrap();
+    let pages = 2048; // 8 MiB
+    let va = os.mmap(pid, pages * 4096, MapKind::Anon).unwrap();
+    let mut charged = 0;
+    for n in 0..pages {
+        let (_, _, cycles) = os.fault(pid, page(va, n)).unwrap();
+        charged += cycles;
+        // Every fault left memory with at most `min_free_frames` free after taking its frame.
+        let free = os.buddy.free_frames();
+        assert!(
+            free <= 4 || os.stats.swap.outs == 0,
+            "page {n}: {free} free"
+        );
+    }
+    let resident = os.process(pid).unwrap().mapped_pages()[0];
+    let f = os.stats.faults.clone();
+    let s = os.stats.swap;
+    assert_eq!((f.minor, f.major), (pages, 0));
+    assert_eq!(s.outs, pages - resident, "every page not resident went out");
+    assert_eq!((s.ins, s.policy_outs), (0, 0));
+    assert_eq!(s.out_cycles, 300 * s.outs);
+    assert_eq!(charged, 100 * pages + s.out_cycles);
+    assert_eq!(f.cycles, charged);
+    // FIFO: the first `outs` pages are out, the rest in; each page out was shot down.
+    assert!(resident > 900 && resident < 1024, "{resident}");
+    for n in 0..pages {
+        assert_eq!(os.truth(pid, page(va, n)).is_none(), n < s.outs, "page {n}");
+    }
+    let shot: Vec<u64> = os.take_shootdowns().iter().map(|&(_, v, _)| v.0).collect();
+    let want: Vec<u64> = (0..s.outs).map(|n| page(va, n).vpn().0).collect();
+    assert_eq!(shot, want);
+    assert_eq!(os.snapshot().swap.unwrap().swapped, s.outs);
+
+    // Page 0 again: a major fault, one page-in, and the next oldest (page `outs`) goes out.
+    assert_eq!(
+        os.buddy.free_frames(),
+        3,
+        "memory is full: the watermark less one"
+    );
+    let (pfn, size, cycles) = os.fault(pid, va).unwrap();
+    assert_eq!(size, PageSize::Size4K);
+    assert_eq!(
+        os.truth(pid, va),
+        Some((pfn, size)),
+        "back, at its new frame"
+    );
+    assert_eq!(cycles, 100 + 1000 + 300);
+    let f = os.stats.faults.clone();
+    assert_eq!((f.minor, f.major), (pages, 1));
+    assert_eq!((os.stats.swap.ins, os.stats.swap.outs), (1, s.outs + 1));
+    assert!(
+        os.truth(pid, page(va, s.outs)).is_none(),
+        "the next oldest went out"
+    );
+    assert_eq!(os.snapshot().swap.unwrap().swapped, s.outs);
+
+    // Unmapping swapped pages drops them from swap without a shootdown.
+    os.take_shootdowns();
+    let gone = os.munmap(pid, page(va, 1), 4 * 4096).unwrap();
+    assert!(gone.is_empty(), "{gone:?}");
+    assert_eq!(os.snapshot().swap.unwrap().swapped, s.outs - 4);
+}
+
+/// A swapped 2 MiB page that comes back while no 2 MiB block is free comes back as a 4 KiB
+/// page; the other 511 stay swapped, each a major fault of its own later.
+#[test]
+fn a_swapped_huge_page_that_comes_back_small_leaves_the_rest_swapped() {
+    let mut os = swap_os(true);
+    let pid = os.spawn().unwrap();
+    let va = os.mmap(pid, 4 << 21, MapKind::Anon).unwrap();
+    os.fault(pid, va).unwrap();
+    assert_eq!(os.truth(pid, va).unwrap().1, PageSize::Size2M);
+    // Fill the rest of memory with 4 KiB pages of another region: the huge page goes out
+    // first, and no 2 MiB block is free afterwards.
+    let never_thp = MapKind::AnonMixed {
+        no_thp_per_mille: 1000,
+    };
+    let small = os.mmap(pid, 1024 * 4096, never_thp).unwrap();
+    let mut n = 0;
+    while os.truth(pid, va).is_some() {
+        os.fault(pid, page(small, n)).unwrap();
+        n += 1;
+    }
+    // More small pages split the block the huge page left.
+    while os.buddy.has_free_block(9) {
+        os.fault(pid, page(small, n)).unwrap();
+        n += 1;
+    }
+    assert_eq!(os.stats.swap.outs, 1);
+    assert_eq!(os.stats.swap.out_cycles, 300 * 512, "charged per 4 KiB");
+    let (_, size, cycles) = os.fault(pid, page(va, 7)).unwrap();
+    assert_eq!(size, PageSize::Size4K, "no free 2 MiB block");
+    assert!(cycles >= 100 + 1000, "{cycles}");
+    assert_eq!(os.stats.faults.major, 1);
+    assert_eq!(os.stats.swap.in_cycles, 1000);
+    assert!(os.truth(pid, page(va, 8)).is_none());
+    os.fault(pid, page(va, 8)).unwrap();
+    assert_eq!(
+        os.stats.faults.major, 2,
+        "the rest of the huge page was still swapped"
+    );
+    let [_, huge, _] = os.process(pid).unwrap().mapped_pages();
+    assert_eq!(huge, 0);
+}
+
+#[test]
+fn swap_config_errors_name_their_key() {
+    let mut cfg = config(64);
+    cfg.swap.enabled = true;
+    cfg.eager_paging = true;
+    let e = cfg.validate("os").unwrap_err().to_string();
+    assert!(e.contains("os.swap.enabled"), "{e}");
+    cfg.eager_paging = false;
+    cfg.swap.min_free_frames = 0;
+    let e = cfg.validate("os").unwrap_err().to_string();
+    assert!(e.contains("os.swap.min_free_frames"), "{e}");
+}
+
+/// Without swapping, a footprint beyond memory is an error that says how to turn it on.
+#[test]
+fn without_swap_a_full_memory_is_an_error_naming_the_swap_key() {
+    let mut os = radix_os(&config(4), 3);
+    let pid = os.spawn().unwrap();
+    let va = os.mmap(pid, 2048 * 4096, MapKind::Anon).unwrap();
+    let e = (0..2048)
+        .find_map(|n| os.fault(pid, page(va, n)).err())
+        .expect("memory runs out")
+        .to_string();
+    assert!(e.contains("os.swap.enabled"), "{e}");
+}

@@ -172,7 +172,8 @@ impl SimConfig {
         let Some(need) = self.memory_needed() else {
             return;
         };
-        if physmem_given || need <= self.os.physmem.bytes {
+        // With swapping, a footprint beyond memory is what the run is about.
+        if physmem_given || self.os.swap.enabled || need <= self.os.physmem.bytes {
             return;
         }
         self.os.physmem.bytes = need;
@@ -216,6 +217,14 @@ impl Validate for SimConfig {
         }
         crate::schemes::check_name(&self.scheme)?;
         self.schemes.validate()?;
+        if self.scheme == "utopia" && !self.schemes.utopia.flexseg && !self.os.swap.enabled {
+            return Err(Error::config(
+                "schemes.utopia.flexseg",
+                "false (restrictive-only) pages out a full set's victim: it needs \
+                 os.swap.enabled = true"
+                    .to_string(),
+            ));
+        }
         self.workload.validate("workload")
     }
 }

@@ -53,6 +53,7 @@ pub struct Summary {
     pub walk_refs_l2: u64,
     pub walk_refs_llc: u64,
     pub walk_refs_dram: u64,
+    /// Page faults: minor (first touches) and major (pages read back from swap).
     pub faults: u64,
     /// Instructions run functionally before the measurement (`sim.fast_forward`).
     pub fast_forwarded_instructions: u64,
@@ -140,6 +141,7 @@ pub struct EpochSample {
     pub l1tlb_misses: u64,
     pub l2tlb_misses: u64,
     pub walks: u64,
+    /// Page faults so far, minor and major.
     pub faults: u64,
     pub pt_bytes: u64,
     pub free_frames: u64,

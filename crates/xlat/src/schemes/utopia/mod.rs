@@ -16,7 +16,10 @@
 //! * **Migration** (§5.5): walks of FlexSeg pages are counted in their PTEs (frequency and
 //!   DRAM cost); a page past both thresholds moves into its RestSeg after the access.
 //!
-//! Not yet modelled: swapping, and an accessed bit in the TAR for DRRIP to see reuse.
+//! * **Restrictive-only** (`flexseg = false`, §3 Fig 6): no FlexSeg; a full set's victim is
+//!   paged out to swap (`[os.swap]`).
+//!
+//! Not yet modelled: an accessed bit in the TAR for DRRIP to see reuse.
 
 pub mod placement;
 pub mod restseg;
@@ -95,6 +98,16 @@ pub struct UtopiaConfig {
     pub migrate_walks: u32,
     #[serde(default = "default_migrate_dram_refs")]
     pub migrate_dram_refs: u32,
+    /// Whether memory outside the RestSegs is a FlexSeg for data (true, Utopia). False is
+    /// restrictive-only mapping (§3, Fig 6): data lives only in the RestSegs, a full set's
+    /// victim is paged out (needs `os.swap.enabled`), and memory outside them holds only the
+    /// kernel's page tables, TARs and SFs.
+    #[serde(default = "default_flexseg")]
+    pub flexseg: bool,
+}
+
+fn default_flexseg() -> bool {
+    true
 }
 
 fn default_migrate_walks() -> u32 {
@@ -121,6 +134,7 @@ impl Default for UtopiaConfig {
             cache_latency: 2,
             migrate_walks: default_migrate_walks(),
             migrate_dram_refs: default_migrate_dram_refs(),
+            flexseg: true,
         }
     }
 }
@@ -158,6 +172,15 @@ impl UtopiaConfig {
                 format!("{path}.restsegs"),
                 "at most one RestSeg per page size (a page may live in one set of one segment)"
                     .to_string(),
+            ));
+        }
+        if !self.flexseg && !self.restsegs.iter().any(|r| r.page == PageSize::Size4K) {
+            return Err(Error::config(
+                format!("{path}.flexseg"),
+                format!(
+                    "false (restrictive-only) needs a RestSeg of 4K pages in {path}.restsegs: \
+                     every page must have a set"
+                ),
             ));
         }
         Ok(())
@@ -275,6 +298,11 @@ impl Scheme for Utopia {
 
     fn frames(ctx: &BuildCtx) -> Result<Box<dyn FramePolicy>> {
         let rng = Rng::new(ctx.seed, rng::stream::PLACEMENT);
-        Ok(Box::new(RestSegPlacement::new(layout(ctx)?, rng)))
+        let placement = RestSegPlacement::new(layout(ctx)?, rng);
+        Ok(Box::new(if ctx.sections.utopia.flexseg {
+            placement
+        } else {
+            placement.restrictive_only()
+        }))
     }
 }

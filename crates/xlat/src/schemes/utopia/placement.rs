@@ -9,6 +9,10 @@
 //! copy, shootdown) right after it mapped the new page. Sizes no RestSeg holds (1 GiB pages)
 //! and faults while the buddy allocator has no frame for a victim go to the FlexSeg directly.
 //!
+//! Restrictive-only (`schemes.utopia.flexseg = false`, Utopia §3's Fig 6 system): there is no
+//! FlexSeg, so every page of a size some RestSeg holds takes a slot of its set, and a full
+//! set's DRRIP victim is paged out to the backing store ([`PageOut`]) instead of moving.
+//!
 //! DRRIP (Jaleel et al., ISCA'10) as Utopia Table 1 names it: 2-bit re-reference prediction
 //! values per slot; a victim is a way predicted re-referenced in the distant future (RRPV 3),
 //! ageing the set until one is; set dueling between SRRIP (insert at RRPV 2) and BRRIP (insert
@@ -21,7 +25,7 @@ use super::restseg::{Layout, RestSeg};
 use crate::addr::{PageSize, Pfn, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
-use crate::os::{Eviction, FramePolicy};
+use crate::os::{Eviction, FramePolicy, PageOut};
 use crate::rng::Rng;
 use serde::Serialize;
 
@@ -42,6 +46,10 @@ pub struct RestSegStats {
     pub evictions: u64,
     /// Faults of this segment's page size that went to the FlexSeg (no frame for a victim).
     pub to_flexseg: u64,
+    /// Pages placed by evicting another page of the set to the backing store
+    /// (restrictive-only: no FlexSeg).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub paged_out: u64,
     /// Slots holding a page now.
     pub used: u64,
     pub slots: u64,
@@ -125,11 +133,18 @@ impl SegState {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The frame policy of a Utopia system.
 pub struct RestSegPlacement {
     layout: Layout,
     segs: Vec<SegState>,
     evictions: Vec<Eviction>,
+    /// Whether a FlexSeg exists: victims move there, and sizes no RestSeg holds go there.
+    flexseg: bool,
+    page_outs: Vec<PageOut>,
     rng: Rng,
 }
 
@@ -139,8 +154,17 @@ impl RestSegPlacement {
             segs: layout.segs.iter().map(|&s| SegState::new(s)).collect(),
             layout,
             evictions: Vec::new(),
+            flexseg: true,
+            page_outs: Vec::new(),
             rng,
         }
+    }
+
+    /// Restrictive-only: no FlexSeg. A full set's victim is paged out, and a page of a size
+    /// no RestSeg holds gets no frame (a huge page then falls back to 4 KiB).
+    pub fn restrictive_only(mut self) -> RestSegPlacement {
+        self.flexseg = false;
+        self
     }
 
     /// Place the `size` page at `vpn` of `pid` in the first RestSeg of that page size: a
@@ -163,6 +187,17 @@ impl RestSegPlacement {
                 state.stats.allocations += 1;
                 state.stats.used += 1;
                 w as u64
+            }
+            None if !self.flexseg => {
+                let w = state.victim(set);
+                let (owner, victim) = state.owner[first + w as usize].expect("a full set");
+                self.page_outs.push(PageOut {
+                    pid: owner,
+                    vpn: victim,
+                    size,
+                });
+                state.stats.paged_out += 1;
+                w
             }
             None => {
                 let Some(flex) = buddy.alloc(size.order()) else {
@@ -211,8 +246,12 @@ impl FramePolicy for RestSegPlacement {
         vpn: Vpn,
         size: PageSize,
     ) -> Option<Pfn> {
-        self.place(buddy, pid, vpn, size)
-            .or_else(|| buddy.alloc(size.order()))
+        let placed = self.place(buddy, pid, vpn, size);
+        if self.flexseg {
+            placed.or_else(|| buddy.alloc(size.order()))
+        } else {
+            placed
+        }
     }
 
     /// PTE-based migration (§5.5): the page takes a slot of its set like a faulting page.
@@ -243,6 +282,14 @@ impl FramePolicy for RestSegPlacement {
 
     fn take_evictions(&mut self) -> Vec<Eviction> {
         std::mem::take(&mut self.evictions)
+    }
+
+    fn take_page_outs(&mut self) -> Vec<PageOut> {
+        std::mem::take(&mut self.page_outs)
+    }
+
+    fn owns(&self, pfn: Pfn) -> bool {
+        self.layout.slot_of(pfn).is_some()
     }
 
     fn stats(&self) -> Option<serde_json::Value> {

@@ -441,7 +441,7 @@ impl<S: Scheme> System<S> {
             l1tlb_misses: c.l1_misses,
             l2tlb_misses: c.l2_misses,
             walks: c.walks,
-            faults: self.os.stats.faults.minor,
+            faults: self.os.stats.faults.minor + self.os.stats.faults.major,
             pt_bytes: self.os.pt_bytes(),
             free_frames: self.os.buddy.free_frames(),
             l2_translation_fraction: self.mem.translation_fraction(Level::L2),
@@ -677,7 +677,7 @@ impl<S: Scheme> System<S> {
             walk_refs_l2: walk_refs.by_level[1],
             walk_refs_llc: walk_refs.by_level[2],
             walk_refs_dram: walk_refs.by_level[3],
-            faults: self.os.stats.faults.minor,
+            faults: self.os.stats.faults.minor + self.os.stats.faults.major,
             fast_forwarded_instructions: self.skipped.instructions,
             dram_row_hit_rate: self.mem.dram.row_hit_rate(),
         };
