@@ -118,13 +118,7 @@ fn restrictive_only_pages_out_a_full_sets_victim_and_faults_it_back() {
         .mmap(pid, 9 * 4096, MapKind::Anon)
         .unwrap();
     let addr = |page: u64| xlat::addr::VirtAddr(va.0 + page * 4096);
-    let at = |page: u64| xlat::trace::Record {
-        vaddr: addr(page),
-        pid,
-        size: 8,
-        instr_delta: 100,
-        ..Default::default()
-    };
+    let at = |page: u64| load_of_page(va, pid, page);
     for page in 0..8 {
         sim.step(&at(page)).unwrap();
     }

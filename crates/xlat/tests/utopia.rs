@@ -150,13 +150,7 @@ fn a_full_set_evicts_a_page_to_the_flexseg_where_it_still_translates() {
         .address_spaces()
         .mmap(pid, 9 * 4096, MapKind::Anon)
         .unwrap();
-    let at = |page: u64| xlat::trace::Record {
-        vaddr: xlat::addr::VirtAddr(va.0 + page * 4096),
-        pid,
-        size: 8,
-        instr_delta: 100,
-        ..Default::default()
-    };
+    let at = |page: u64| load_of_page(va, pid, page);
     for page in 0..8 {
         sim.step(&at(page)).unwrap();
     }

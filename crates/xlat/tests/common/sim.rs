@@ -29,6 +29,18 @@ pub fn run(cfg: xlat::SimConfig) -> serde_json::Value {
     serde_json::from_str(&stats.to_json()).unwrap()
 }
 
+/// A load by process `pid` of 4 KiB page `page` of the region mapped at `va`, 100
+/// instructions after the previous record.
+pub fn load_of_page(va: xlat::addr::VirtAddr, pid: u16, page: u64) -> xlat::trace::Record {
+    xlat::trace::Record {
+        vaddr: xlat::addr::VirtAddr(va.0 + page * 4096),
+        pid,
+        size: 8,
+        instr_delta: 100,
+        ..Default::default()
+    }
+}
+
 /// The counter at dotted `path` of `v`.
 pub fn u(v: &serde_json::Value, path: &str) -> u64 {
     path.split('.')
