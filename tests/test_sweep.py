@@ -34,6 +34,53 @@ def run_records(out: Path) -> dict[str, dict]:
     return {p.parent.name: json.loads(p.read_text()) for p in (out / "runs").glob("*/run.json")}
 
 
+def test_a_run_finished_in_another_sweep_is_copied_not_simulated(tmp_path: Path) -> None:
+    first = sweep(
+        "baseline-radix",
+        {"mmu.l2tlb.unified.entries": [768, 1536]},
+        GUPS,
+        out=tmp_path / "a",
+        overrides=TINY,
+        jobs=2,
+        progress=False,
+    )
+    assert (first.ran, first.reused) == (2, 0)
+    # The second sweep shares one point (1536 entries) with the first and adds one (3072).
+    second = sweep(
+        "baseline-radix",
+        {"mmu.l2tlb.unified.entries": [1536, 3072]},
+        GUPS,
+        out=tmp_path / "b",
+        overrides=TINY,
+        jobs=2,
+        progress=False,
+        reuse=[tmp_path / "a", tmp_path / "missing"],
+    )
+    assert (second.ran, second.skipped, second.reused, second.failed) == (1, 1, 1, [])
+    shared = run_id_of(tmp_path / "b", 1536)
+    assert shared == run_id_of(tmp_path / "a", 1536)
+    a = (tmp_path / "a" / "runs" / shared / "stats.json").read_text()
+    assert (tmp_path / "b" / "runs" / shared / "stats.json").read_text() == a
+    df = xlat.load(tmp_path / "b")
+    assert sorted(df["param.mmu.l2tlb.unified.entries"]) == [1536, 3072]
+    assert set(df["status"]) == {"ok"}
+    # The copy is recorded under this sweep's point and is finished: nothing runs again.
+    again = sweep(
+        "baseline-radix",
+        {"mmu.l2tlb.unified.entries": [1536, 3072]},
+        GUPS,
+        out=tmp_path / "b",
+        overrides=TINY,
+        progress=False,
+    )
+    assert (again.ran, again.skipped, again.reused) == (0, 2, 0)
+
+
+def run_id_of(out: Path, entries: int) -> str:
+    df = xlat.load(out)
+    return df[df["param.mmu.l2tlb.unified.entries"] == entries]["run_id"].iloc[0]
+
+
 def test_plan_is_the_cartesian_product_in_a_stable_order() -> None:
     specs = plan(
         ["baseline-radix", "perfect-tlb"],

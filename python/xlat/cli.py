@@ -467,10 +467,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             scheduler=args.scheduler,
             progress=_progress(args),
+            reuse=args.reuse,
         )
+    copied = f", {result.reused} of them copied from --reuse" if result.reused else ""
     _print(
         f"sweep {args.out}: {len(result.run_ids)} runs ({result.ran} ran, "
-        f"{result.skipped} already finished, {len(result.failed)} failed) -> "
+        f"{result.skipped} already finished{copied}, {len(result.failed)} failed) -> "
         f"{os.path.join(args.out, 'results.parquet')}"
     )
     for rid, error in result.failed:
@@ -858,6 +860,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--refs", type=parse_count, metavar="N", help="references per run")
     p.add_argument("--verify", action="store_true", help="check every translation")
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="the sweep directory")
+    p.add_argument(
+        "--reuse",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another sweep directory: its finished runs with the same resolved config are "
+        "copied instead of simulated again; repeat for more",
+    )
     _add_backend_options(p)
     p.set_defaults(handler=_cmd_sweep)
 

@@ -81,6 +81,9 @@ class SweepResult:
     run_ids: list[str]
     ran: int = 0
     skipped: int = 0
+    """Runs already finished (in this sweep, or in one of ``reuse``, whose results were copied)."""
+    reused: int = 0
+    """Of ``skipped``: runs copied from another sweep (``reuse``) rather than simulated."""
     failed: list[tuple[str, str]] = field(default_factory=list)
     """``(run_id, error)`` of every run that failed in this call."""
 
@@ -228,6 +231,28 @@ def _store(out: Path, rid: str, spec: RunSpec, result: Mapping[str, Any]) -> Non
     record = {"run_id": rid, **spec.to_dict()}
     record.update({k: result.get(k) for k in ("status", "error", "elapsed_s", "worker")})
     write_atomic(run_dir / RUN_FILE, json.dumps(record, indent=2))
+
+
+def _adopt(out: Path, rid: str, spec: RunSpec, sources: Sequence[Path]) -> bool:
+    """Copy run ``rid``'s results from the first sweep of ``sources`` that finished it.
+
+    A run id is a hash of the resolved config and the engine version, so a run finished in
+    another sweep is the same simulation: its results are taken as they are, under this
+    sweep's point (system path, label, parameters)."""
+    for source in sources:
+        if not _finished(source, rid):
+            continue
+        src = source / RUNS_DIR / rid
+        try:
+            stats = (src / "stats.json").read_text(encoding="utf-8")
+            config = (src / "config.toml").read_text(encoding="utf-8")
+            record = json.loads((src / RUN_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        result = {k: record.get(k) for k in ("status", "error", "elapsed_s", "worker")}
+        _store(out, rid, spec, {**result, "stats": stats, "config": config})
+        return True
+    return False
 
 
 def _finished(out: Path, rid: str) -> bool:
@@ -408,6 +433,7 @@ def sweep(
     retries: int = 1,
     progress: bool | None = None,
     on_result: Callable[[str, Mapping[str, Any]], None] | None = None,
+    reuse: Iterable[PathLike] = (),
 ) -> SweepResult:
     """Run every point of a sweep that is not finished yet, and collect the results.
 
@@ -427,6 +453,8 @@ def sweep(
             scheduler itself, up to its ``allowed-failures``).
         progress: draw a progress bar on stderr (default: when stderr is a terminal).
         on_result: called with ``(run_id, result)`` after each run is stored.
+        reuse: other sweep directories: a run finished there (same resolved config, same
+            engine version) is copied into this sweep instead of simulated again.
 
     Returns:
         A :class:`SweepResult`; ``result.load()`` gives the DataFrame (also in
@@ -464,8 +492,11 @@ def sweep(
     }
     write_atomic(out / SWEEP_FILE, json.dumps(manifest, indent=2, default=str))
 
-    todo = [(rid, by_id[rid].to_dict()) for rid in ids if not _finished(out, rid)]
-    result = SweepResult(out=out, run_ids=ids, skipped=len(ids) - len(todo))
+    sources = [Path(p) for p in reuse if Path(p).resolve() != out.resolve()]
+    unfinished = [rid for rid in ids if not _finished(out, rid)]
+    adopted = {rid for rid in unfinished if sources and _adopt(out, rid, by_id[rid], sources)}
+    todo = [(rid, by_id[rid].to_dict()) for rid in unfinished if rid not in adopted]
+    result = SweepResult(out=out, run_ids=ids, skipped=len(ids) - len(todo), reused=len(adopted))
     jobs = max(1, int(jobs or os.cpu_count() or 1))
     if progress is None:
         progress = sys.stderr.isatty()

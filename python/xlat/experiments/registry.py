@@ -331,14 +331,18 @@ def reproduce(
 ) -> Outcome:
     """Run one reproduction and write its figures, comparison table and HTML page.
 
-    Output in ``out/<id>/``: ``sweep/`` (every run, resumable), ``fig<N>.png``,
-    ``comparison.csv`` and ``comparison.md`` (ours | paper | ratio; the markdown ends with the
-    direction's verdict), ``report.html``.
+    Output in ``out/<id>/``: ``sweep/`` (every run, resumable; a run another reproduction in
+    ``out`` already finished with the same resolved config is copied from its sweep),
+    ``fig<N>.png``, ``comparison.csv`` and ``comparison.md`` (ours | paper | ratio; the
+    markdown ends with the direction's verdict), ``report.html``.
     """
     rep = get(reproduction_id)
     base = Path(out) / rep.id
     configs, workload_list, overrides = _plan(rep, scale, base / "systems")
     workloads = rep.workloads[scale]
+    # Reproductions of one paper share systems (Radix, ECH, ... at the same scale): a run that
+    # another reproduction in ``out`` finished is the same simulation, and is copied.
+    others = sorted(p for p in Path(out).glob("*/sweep") if p.is_dir())
     result = sweep(
         configs,
         workloads=workload_list,
@@ -348,6 +352,7 @@ def reproduce(
         jobs=jobs,
         scheduler=scheduler,
         progress=progress,
+        reuse=others,
     )
     df = result.load()
     if result.failed:
