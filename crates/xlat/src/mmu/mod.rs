@@ -86,6 +86,11 @@ pub trait MmuScheme: Send + 'static {
     /// Utopia's PTE-based migration counts walks and their DRAM references per page.
     const NOTES_WALKS: bool = false;
 
+    /// The OS wants to hear of every translation a side path resolved (`Found::Side`): the
+    /// system tells it the page's frame ([`crate::os::Os::side_hit`]). Utopia counts RestSeg
+    /// walk hits per slot for its reuse statistics.
+    const NOTES_SIDE_HITS: bool = false;
+
     /// A side path's translation fills the L2 TLB as well as the L1 TLB, as a walk's does
     /// (Utopia's RestSeg walk); otherwise only the L1 TLB (RMM's range TLB is itself the
     /// L2-level structure of its translations).
