@@ -126,6 +126,30 @@ def _subset(ok: pd.DataFrame, labels: tuple[str, ...]) -> pd.DataFrame:
     return rows
 
 
+def _clip_stacks(fig: Figure, top: float) -> None:
+    """Cut a stacked-bar figure at ``top`` and write the height of each stack that ends above
+    it over its bar, as the paper does with outliers."""
+    ax = fig.axes[0]
+    stacks: dict[float, float] = {}
+    for patch in ax.patches:
+        x = round(patch.get_x() + patch.get_width() / 2, 6)
+        stacks[x] = max(stacks.get(x, 0.0), patch.get_y() + patch.get_height())
+    ax.set_ylim(0, top)
+    for x, height in stacks.items():
+        if height > top:
+            ax.annotate(
+                f"{height:.3g}",
+                (x, top),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=6,
+                rotation=90,
+                annotation_clip=False,
+            )
+
+
 def _analyse_eval(df: pd.DataFrame) -> Analysis:
     ok = _derived(df)
     speedup = {label: _speedups(df, label) for label in SYSTEMS if label != "Radix"}
@@ -167,6 +191,7 @@ def _analyse_eval(df: pd.DataFrame) -> Analysis:
         ylabel="walk cycles (norm. to Radix)",
         title="Breakdown of table-walk latency",
     )
+    _clip_stacks(fig12, 3.0)
     figures.append(
         (
             "Fig 12: cycles of table walks (FlexSeg walks of every system, RestSeg walks of "
@@ -182,6 +207,7 @@ def _analyse_eval(df: pd.DataFrame) -> Analysis:
         ylabel="table-walk requests (norm. to Radix)",
         title="Hit location of table-walk requests",
     )
+    _clip_stacks(fig13, 3.0)
     figures.append(
         (
             "Fig 13: where table-walk requests (Utopia: FlexSeg and RestSeg walks; RMM: FlexSeg "
