@@ -633,7 +633,8 @@ impl<T: PageTable> AddressSpaces for Os<T> {
 pub struct OsSnapshot {
     pub faults: FaultStats,
     pub munmaps: u64,
-    #[serde(skip_serializing_if = "is_zero")]
+    /// Pages migrated into the frame policy's own memory (Utopia's PTE-based migration);
+    /// always present, 0 for policies that never migrate.
     pub promoted: u64,
     /// Swap I/O (with `os.swap.enabled`).
     #[serde(skip_serializing_if = "Option::is_none")]
