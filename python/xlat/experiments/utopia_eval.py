@@ -655,7 +655,7 @@ def fig9_checks(df: pd.DataFrame) -> pd.DataFrame:
 
 def _analyse_fig9(df: pd.DataFrame) -> Analysis:
     table = fig9_table()
-    fig = Figure(figsize=(7.0, 3.2))
+    fig = Figure(figsize=(7.0, 3.6), layout="constrained")
     ax = fig.subplots()
     x = table["allocated_gb"]
     for column, name, marker in (
