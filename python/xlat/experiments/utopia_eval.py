@@ -336,23 +336,26 @@ EVAL_NOTES = (
     "(the paper shows L2, LLC and DRAM); the L2 share is of all levels. Fig 16b's translation "
     "latency is the MMU's cycles per L1 TLB miss (stats.mmu.translation_cycles / "
     "stats.mmu.l1_misses). Speed-up averages are geometric means, ratio averages arithmetic. "
-    "At tiny and quick scale Utopia is slower than Radix on average (see the direction's "
-    "reason): our RestSeg walk is on the critical path of every L1 TLB miss, including "
-    "those the L2 TLB serves, and before every FlexSeg walk; the paper's +24% needs "
-    "footprints the L2 TLB cannot cover and RestSeg walks that hit the SF and TAR caches "
-    "(its Fig 18: 81% and 98%)."
+    "At tiny and quick scale Utopia is slower than Radix on average (the direction's reason "
+    "gives the measured causes: page migrations of GUPS, DRAM row locality of data placed in "
+    "the RestSeg, TAR reads through the L1D); the paper's +24% needs footprints the L2 TLB "
+    "cannot cover held in the RestSeg, with RestSeg walks that hit the SF and TAR caches (its "
+    "Fig 18: 81% and 98%) and few migrations."
 )
 
 #: Why Utopia loses at quick scale (measured: 0.85x geomean, faster only on k-mer).
 QUICK_REASON = (
-    "in our model a translation the RestSeg walk finds costs the slower of the L2 TLB lookup "
-    "and the RestSeg walk (its SF and TAR reads go through the caches), so every L1 TLB miss "
-    "the L2 TLB would have served waits for the RestSeg walk (pr: 72% of its L1 TLB misses, "
-    "0.52x; bc 0.74x), and a RestSeg miss holds the FlexSeg walk back until the RestSeg walk "
-    "confirms it (GUPS at 4 GiB, 8x the 512 MB RestSeg: 86% of L1 TLB misses, 0.66x; "
-    "DLRM-SLS 48%, 0.68x); measured at quick: Utopia 0.85x on average, faster only on k-mer "
-    "(1.15x), its walks 71x Radix's cycles on average (cc and gc, where Radix walks 4-5K "
-    "times, 329x)"
+    "measured at quick: Utopia 0.85x on average, faster only on k-mer (1.15x), although its "
+    "translation cycles per L1 TLB miss are 0.97x Radix's on average; the losses come from the "
+    "memory side: GUPS at 4 GiB (8x the 512 MB RestSeg, 0.66x) migrates 72,914 pages into "
+    "the RestSeg (1.9 per kilo-instruction; paper: < 0.5), whose copies triple its DRAM data "
+    "reads; pr (0.52x) loses 43% of its DRAM row-buffer hits with its data in the RestSeg's "
+    "frames instead of the buddy allocator's (6x the DRAM queueing); and every RestSeg walk's "
+    "TAR read that misses the TAR cache goes through the L1D (pr: 2.0M misses), holding its "
+    "12 fill buffers and paying the slower of the L2 TLB and the RestSeg walk for a "
+    "translation the L2 TLB would have served (bc: 1.44x translation cycles, 0.74x); our "
+    "walks take 71x Radix's cycles on average (cc and gc, where Radix walks 4-5K times, "
+    "329x) since a RestSeg walk starts on every L1 TLB miss"
 )
 
 register(
