@@ -1,0 +1,89 @@
+"""Utopia's evaluation reproductions (Figs 9, 11-16, 21): what the generic tiny run does not
+check: Fig 9's arithmetic against the engine's byte counts, the systems Figs 11-16 share with
+Fig 5, and Utopia's speed-up in the regime of the paper."""
+
+from __future__ import annotations
+
+import pytest
+
+from xlat import api, experiments
+from xlat.experiments import utopia_eval
+
+pytestmark = pytest.mark.engine
+
+
+def test_restseg_geometry_follows_section_5_2s_example() -> None:
+    # §5.2: a 2 GB 4-way RestSeg of 4 KB pages has 2^17 sets, 19-bit tags (48-bit VAs) and a
+    # 32 KB SF.
+    g = utopia_eval.restseg_geometry(2 << 30, ways=4)
+    assert (g["sets"], g["tag_bits"], g["sf_bytes"]) == (1 << 17, 19, 32 << 10)
+    assert g["entry_bytes"] == 4  # 19 + 8 bits, rounded up to 4 bytes
+
+
+def test_radix_bytes_count_leaves_and_upper_levels() -> None:
+    assert utopia_eval.radix_bytes(512) == 4 * 4096
+    assert utopia_eval.radix_bytes(1 << 18) == (512 + 1 + 1 + 1) * 4096
+
+
+@pytest.mark.parametrize(
+    "restsegs",
+    [
+        [
+            {"bytes": 64 << 20, "page": "4K", "ways": 8},
+            {"bytes": 64 << 20, "page": "2M", "ways": 4},
+        ],
+        [{"bytes": 256 << 20, "page": "4K", "ways": 16}],
+    ],
+)
+def test_fig9_arithmetic_equals_the_engines_tar_and_sf_bytes(restsegs: list[dict]) -> None:
+    stats = api.run(
+        "utopia",
+        "gups",
+        overrides={
+            "schemes.utopia.restsegs": restsegs,
+            "workload.table_bytes": 32 << 20,
+            "workload.references": 2000,
+        },
+    )
+    engine = stats["os"]["pt"]["0"]["restsegs"]
+    assert len(engine) == len(restsegs)
+    for cfg, seg in zip(restsegs, engine):
+        shift = {"4K": 12, "2M": 21}[cfg["page"]]
+        g = utopia_eval.restseg_geometry(cfg["bytes"], cfg["ways"], shift)
+        assert (seg["tar_bytes"], seg["sf_bytes"]) == (g["tar_bytes"], g["sf_bytes"]), cfg
+
+
+def test_fig9_radix_table_covers_its_mapped_pages() -> None:
+    stats = api.run(
+        "baseline-radix",
+        "gups",
+        overrides={"workload.table_bytes": 64 << 20, "workload.references": 2000},
+    )
+    pages = stats["os"]["faults"]["4k"]
+    assert pages >= (64 << 20) >> 12
+    assert stats["os"]["pt_bytes"] >= utopia_eval.radix_bytes(pages) - 3 * 4096
+
+
+def test_fig11_16_shares_fig5s_systems() -> None:
+    fig5 = experiments.get("utopia-fig5")
+    eval_ = experiments.get("utopia-fig11-16")
+    for label, system in fig5.systems.items():
+        assert eval_.systems[label] == system, label
+    assert eval_.workloads == fig5.workloads
+    assert eval_.references == fig5.references
+    assert eval_.overrides == fig5.overrides and eval_.scale_overrides == fig5.scale_overrides
+
+
+def test_utopia_beats_radix_on_gups_beyond_the_l2_tlb_reach() -> None:
+    # The paper's regime: data far beyond the L2 TLB's reach, held in the 512 MB RestSeg.
+    # GUPS at 512 MiB (at tiny scale's 64 MiB the radix PTEs fit the L2 cache and Utopia's
+    # RestSeg walk on every L1 TLB miss costs more than it saves).
+    cycles = {}
+    for preset in ("baseline-radix", "utopia"):
+        stats = api.run(
+            preset,
+            "gups",
+            overrides={"workload.table_bytes": 512 << 20, "workload.references": 200_000},
+        )
+        cycles[preset] = stats["summary"]["cycles"]
+    assert cycles["baseline-radix"] > 1.5 * cycles["utopia"], cycles
