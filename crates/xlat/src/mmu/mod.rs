@@ -98,14 +98,18 @@ pub trait MmuScheme: Send + 'static {
 
     /// Side paths looked up in parallel with the L2 TLB, at cycle `now`, reading the tables
     /// of process `asid` from `tables` if they need to (a RestSeg walk reads its TAR and SF).
+    /// `l2_hit` says whether the L2 TLB had the translation: a side path that the L2 TLB's
+    /// answer aborts (Utopia's RestSeg walk, §5.7, Fig 18) sends nothing to memory then.
     /// Returns the translation, if a side path has it, and the cycles the side paths took.
     /// When the L2 TLB misses and a side path hits, the translation costs the slower of the
     /// two lookups and fills the L1 TLB (an L2 hit wins: it is the cheaper of equal answers);
     /// when both miss, the walk starts once both have answered.
+    #[allow(clippy::too_many_arguments)]
     fn side_lookup<P: PageTables<Table = Self::Table>>(
         &mut self,
         _va: VirtAddr,
         _asid: u16,
+        _l2_hit: bool,
         _now: u64,
         _tables: &P,
         _mem: &mut Hierarchy,
@@ -424,9 +428,15 @@ impl<S: MmuScheme> Mmu<S> {
         self.counters.l1_misses += 1;
         let l2_latency = self.l2.latency;
         let l2_hit = self.l2.lookup(va, asid);
-        let (side, side_latency) =
-            self.scheme
-                .side_lookup(va, asid, now + latency, tables, mem, shared);
+        let (side, side_latency) = self.scheme.side_lookup(
+            va,
+            asid,
+            l2_hit.is_some(),
+            now + latency,
+            tables,
+            mem,
+            shared,
+        );
         let hit = match (l2_hit, side) {
             (Some((pfn, size)), _) => Some((pfn, size, l2_latency, Found::L2)),
             (None, Some(s)) => Some((s.pfn, s.size, l2_latency.max(s.latency), Found::Side)),
@@ -611,7 +621,7 @@ impl<S: MmuScheme> Mmu<S> {
         // at `resume` either way, as it did before side paths existed.
         if let (Some(hit), latency) = self
             .scheme
-            .side_lookup(f.va, asid, resume, tables, mem, shared)
+            .side_lookup(f.va, asid, false, resume, tables, mem, shared)
         {
             self.counters.translation_cycles += latency;
             self.fill_side_hit(f.va, asid, f.op, Found::Side, hit.pfn, hit.size);

@@ -157,6 +157,7 @@ impl MmuScheme for RmmMmu {
         &mut self,
         va: VirtAddr,
         asid: u16,
+        _l2_hit: bool,
         now: u64,
         _tables: &P,
         _mem: &mut Hierarchy,

@@ -367,8 +367,15 @@ fn shootdown_drops_exactly_the_ranges_overlapping_the_page() {
         store: &mem.store,
     };
     let side = |mmu: &mut RmmMmu, hier: &mut Hierarchy, page: u64, asid: u16| {
-        let (hit, latency) =
-            mmu.side_lookup(VirtAddr(page << 12), asid, 10_000, &tables, hier, &mut ());
+        let (hit, latency) = mmu.side_lookup(
+            VirtAddr(page << 12),
+            asid,
+            false,
+            10_000,
+            &tables,
+            hier,
+            &mut (),
+        );
         assert_eq!(latency, 12, "a range TLB lookup, hit or miss");
         hit
     };

@@ -215,11 +215,16 @@ impl MmuScheme for UtopiaMmu {
         &mut self,
         va: VirtAddr,
         asid: u16,
+        l2_hit: bool,
         now: u64,
         tables: &P,
         mem: &mut Hierarchy,
         _: &mut (),
     ) -> (Option<StageHit>, u64) {
+        if l2_hit {
+            self.rsw.abort();
+            return (None, 0);
+        }
         // A process without a table has no RestSeg pages; the walk reports the error.
         match tables.table(asid) {
             Ok(table) => self

@@ -6,6 +6,10 @@
 //! frame directly (`base + set × ways + way`) and aborts the L2 TLB and the FlexSeg walk; a
 //! miss in every segment lets the FlexSeg walk start once the RSW has answered (§5.7.2).
 //!
+//! An L2 TLB hit aborts the RSW (§5.7.2; Fig 18 counts no TAR request "which hit in the L2
+//! TLB"): the L2 TLB answers in the cycles the SF and TAR caches are read, so this model
+//! sends none of that RSW's reads to memory and counts it as `aborted`, not as a walk.
+//!
 //! The SF read and the TAR read go out together; when the SF counter is zero the TAR read is
 //! aborted (§5.2, Fig 8), which this model takes to mean it is never sent past the TAR cache,
 //! and the RSW of that segment ends with the SF read.
@@ -71,8 +75,10 @@ fn line_key(asid: u16, seg: usize, line: u64) -> u64 {
 /// RestSeg walks.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RswStats {
-    /// Walks (one per L1 TLB miss), each looking in every segment.
+    /// Walks (one per L1 TLB miss the L2 TLB did not serve), each looking in every segment.
     pub walks: u64,
+    /// L1 TLB misses the L2 TLB served, whose RSW was aborted before it read memory.
+    pub aborted: u64,
     /// Walks that found the page in a RestSeg.
     pub hits: u64,
     /// Segment lookups that ended at a zero SF counter (no TAR read).
@@ -182,6 +188,12 @@ impl RestSegWalker {
         }
         self.stats.cycles += slowest;
         (None, slowest)
+    }
+
+    /// The L2 TLB had the translation: this L1 TLB miss's RSW stops before reading memory.
+    #[inline]
+    pub fn abort(&mut self) {
+        self.stats.aborted += 1;
     }
 
     /// A RestSeg shootdown (§6.1): drop the SF and TAR lines of `vpn`'s sets in the segments
