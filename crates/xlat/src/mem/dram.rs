@@ -51,6 +51,13 @@ pub struct DramConfig {
     /// 6 bits of the line offset; `column` counts 64-byte lines within a row.
     #[serde(default = "default_mapping")]
     pub mapping: String,
+    /// Permutation-based interleaving (Zhang, Zhu and Zhang, MICRO 2000), as memory
+    /// controllers do: the bank index is the mapping's bank bits XOR the row number folded to
+    /// the bank width (the XOR of its `log2(banks)`-bit groups). Addresses whose bank bits
+    /// agree but whose rows differ (power-of-two strides, e.g. the ways of a Utopia RestSeg,
+    /// `sets × page` apart) then spread over the banks instead of conflicting in one.
+    #[serde(default)]
+    pub bank_xor: bool,
     /// DRAM clock period in nanoseconds (0.833 for DDR4-2400).
     pub tck_ns: f64,
     /// CAS latency, DRAM cycles.
@@ -428,6 +435,10 @@ pub struct Dram {
     banks_per_rank: u64,
     /// Indexed by `Field::index()`.
     fields: [FieldDecode; 5],
+    /// `banks_per_rank - 1` with `bank_xor` (the row bits folded into the bank), else 0.
+    bank_xor_mask: u64,
+    /// `log2(banks_per_rank)`: the width of one folded group of row bits.
+    bank_bits: u32,
     /// Flat `channel × rank × bank` array.
     banks: Vec<Bank>,
     stats: DramStats,
@@ -496,6 +507,12 @@ impl Dram {
             ranks: cfg.ranks.into(),
             banks_per_rank: cfg.banks.into(),
             fields,
+            bank_bits: cfg.banks.trailing_zeros(),
+            bank_xor_mask: if cfg.bank_xor {
+                u64::from(cfg.banks) - 1
+            } else {
+                0
+            },
             banks: vec![
                 Bank {
                     open_row: NO_ROW,
@@ -524,11 +541,12 @@ impl Dram {
     pub fn decode(&self, addr: PhysAddr) -> DramCoord {
         let a = addr.0;
         let f = &self.fields;
+        let row = f[Field::Row.index()].get(a);
         DramCoord {
             channel: f[Field::Channel.index()].get(a),
             rank: f[Field::Rank.index()].get(a),
-            bank: f[Field::Bank.index()].get(a),
-            row: f[Field::Row.index()].get(a),
+            bank: f[Field::Bank.index()].get(a) ^ self.row_fold(row),
+            row,
             column: f[Field::Column.index()].get(a),
         }
     }
@@ -540,10 +558,25 @@ impl Dram {
         PhysAddr(
             f[Field::Channel.index()].put(c.channel)
                 | f[Field::Rank.index()].put(c.rank)
-                | f[Field::Bank.index()].put(c.bank)
+                | f[Field::Bank.index()].put(c.bank ^ self.row_fold(c.row))
                 | f[Field::Row.index()].put(c.row)
                 | f[Field::Column.index()].put(c.column),
         )
+    }
+
+    /// What `bank_xor` XORs into the bank bits: the row's bank-wide bit groups XORed
+    /// together (0 without `bank_xor`).
+    #[inline]
+    fn row_fold(&self, mut row: u64) -> u64 {
+        if self.bank_xor_mask == 0 {
+            return 0;
+        }
+        let mut fold = 0;
+        while row != 0 {
+            fold ^= row & self.bank_xor_mask;
+            row >>= self.bank_bits;
+        }
+        fold
     }
 
     #[inline]
@@ -624,6 +657,7 @@ mod tests {
             row_bytes: 8192,
             rows: Some(65536),
             mapping: DEFAULT_MAPPING.into(),
+            bank_xor: false,
             tck_ns: 0.833,
             tcl: 17,
             trcd: 17,
@@ -644,6 +678,7 @@ mod tests {
             row_bytes: 8192,
             rows: None,
             mapping: DEFAULT_MAPPING.into(),
+            bank_xor: false,
             tck_ns: 1.0,
             tcl: 10,
             trcd: 10,
@@ -1092,6 +1127,7 @@ mod tests {
                 row_bytes: 64 << col_bits,
                 rows: row_bits.map(|b| 1 << b),
                 mapping: order.join(":"),
+                bank_xor: false,
                 ..simple()
             };
             cfg.validate("dram").unwrap();
@@ -1156,10 +1192,38 @@ mod tests {
         }
 
         #[test]
-        fn encode_inverts_decode(addr in any::<u64>()) {
-            let d = Dram::new(&simple(), 1.0);
+        fn encode_inverts_decode(addr in any::<u64>(), bank_xor in any::<bool>()) {
+            let d = Dram::new(&DramConfig { bank_xor, ..simple() }, 1.0);
             let line = PhysAddr(addr & !63);
             prop_assert_eq!(d.encode(d.decode(line)), line);
         }
+    }
+
+    #[test]
+    fn bank_xor_spreads_power_of_two_strides_over_the_banks() {
+        // The 16 ways of one set of a 512 MiB, 16-way RestSeg of 4 KiB pages (way-major) are
+        // 32 MiB apart: the same bank bits, different rows.
+        let ways = |bank_xor| {
+            let d = Dram::new(&DramConfig { bank_xor, ..ddr4() }, 2.6);
+            let banks: std::collections::BTreeSet<_> = (0..16u64)
+                .map(|w| d.decode(PhysAddr(w << 25)).bank)
+                .collect();
+            banks.len()
+        };
+        assert_eq!(ways(false), 1, "without XOR every way is in one bank");
+        assert_eq!(ways(true), 16, "with XOR each way has its own bank");
+        // Consecutive lines of one row still share the row and the bank.
+        let d = Dram::new(
+            &DramConfig {
+                bank_xor: true,
+                ..ddr4()
+            },
+            2.6,
+        );
+        let (a, b) = (
+            d.decode(PhysAddr(0x1234_0000)),
+            d.decode(PhysAddr(0x1234_0040)),
+        );
+        assert_eq!((a.bank, a.row), (b.bank, b.row));
     }
 }

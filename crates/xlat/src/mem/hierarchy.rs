@@ -348,6 +348,7 @@ mod tests {
             row_bytes: 8192,
             rows: Some(1024),
             mapping: "row:rank:bank:channel:column".into(),
+            bank_xor: false,
             tck_ns: 1.0,
             tcl: 10,
             trcd: 10,
