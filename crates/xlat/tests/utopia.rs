@@ -200,7 +200,7 @@ fn costly_flexseg_pages_migrate_into_the_restseg_and_still_translate() {
     assert!(u(&on, "os.faults.evicted") >= promoted / 2);
     assert!(u(&on, "os.faults.copy_cycles") > 0);
     let off = run_with(0);
-    assert!(off["os"].get("promoted").is_none(), "migration off");
+    assert_eq!(u(&off, "os.promoted"), 0, "migration off");
     // Migration brings pages walked again and again into the RestSeg: more RSW hits.
     assert!(u(&on, "mmu.rsw.hits") > u(&off, "mmu.rsw.hits"));
 }
@@ -226,6 +226,143 @@ fn restseg_config_errors_name_their_key() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("schemes.utopia.migrate_walks"), "{e}");
+}
+
+/// `mmu.translation_cycles` (Fig 16b) adds up, for every scheme, the cycles from each L1 TLB
+/// miss until the translation is known. Radix has no side path and no L3 TLB, so it is
+/// exactly the L2 TLB lookup of each L1 miss plus the walker queueing and the walks (failed
+/// walks of faults and the walks after them included).
+#[test]
+fn translation_cycles_add_up_the_lookups_and_walks_past_the_l1_tlb() {
+    // The presets' L2 TLB latency.
+    const L2_LATENCY: u64 = 12;
+    // The table fits Utopia's default RestSeg of 4 KiB pages.
+    let extra = [format!("workload.table_bytes={}", 64 * MIB)];
+    let mut got = std::collections::BTreeMap::new();
+    for scheme in [
+        "baseline-radix",
+        "ecpt",
+        "rmm",
+        "pom-tlb",
+        "perfect-tlb",
+        "utopia",
+    ] {
+        let s = run(cfg(scheme, "gups", 20_000, &extra));
+        let cycles = u(&s, "mmu.translation_cycles");
+        let l1_misses = u(&s, "mmu.l1_misses");
+        let walked = u(&s, "mmu.walk_cycles") + u(&s, "mmu.walker_queue_cycles");
+        if scheme == "perfect-tlb" {
+            assert_eq!((cycles, l1_misses), (0, 0), "a perfect TLB never misses");
+            continue;
+        }
+        assert!(u(&s, "mmu.walks") > 0, "{scheme}: no walks");
+        assert!(cycles >= walked, "{scheme}: {cycles} < {walked}");
+        assert!(cycles > walked, "{scheme}: L2 lookups not counted");
+        if scheme == "baseline-radix" {
+            assert_eq!(cycles, l1_misses * L2_LATENCY + walked);
+        }
+        got.insert(scheme, cycles / l1_misses);
+    }
+    // With every page mapped before the run (no faults), Utopia's RestSeg walk answers the
+    // misses of the table, which fits its RestSeg, in fewer cycles than radix walks do.
+    let mapped = [
+        format!("workload.table_bytes={}", 64 * MIB),
+        "workload.populate=true".to_string(),
+    ];
+    let avg = |scheme| {
+        let s = run(cfg(scheme, "gups", 20_000, &mapped));
+        u(&s, "mmu.translation_cycles") as f64 / u(&s, "mmu.l1_misses") as f64
+    };
+    let (radix, utopia) = (avg("baseline-radix"), avg("utopia"));
+    assert!(
+        utopia < radix,
+        "utopia {utopia}, radix {radix}; cold: {got:?}"
+    );
+}
+
+/// Fig 19's time series: each epoch sample says how many slots of each RestSeg are in use,
+/// rising to the segment's slots on a footprint beyond it and never above them.
+#[test]
+fn epochs_sample_restseg_use_up_to_the_slots() {
+    let extra = [
+        format!("workload.table_bytes={}", 64 * MIB),
+        // 256 slots of 4 KiB, 32 of 2 MiB.
+        restsegs(MIB, 64 * MIB),
+        "sim.epoch_instructions=5000".into(),
+        "sim.warmup_instructions=2000".into(),
+    ];
+    let s = run(cfg("utopia", "gups", 20_000, &extra));
+    let slots: Vec<u64> = (0..2)
+        .map(|i| u(&s["os"]["frames"]["restsegs"][i], "stats.slots"))
+        .collect();
+    assert_eq!(slots, [256, 32]);
+    let epochs = s["epochs"].as_array().unwrap();
+    assert!(epochs.len() >= 3, "{} epochs", epochs.len());
+    let mut last = 0;
+    for e in epochs {
+        let used: Vec<u64> = e["restseg_used"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(used.len(), 2);
+        assert!(used[0] <= slots[0] && used[1] <= slots[1], "{used:?}");
+        // GUPS never unmaps: the 4 KiB segment only fills.
+        assert!(used[0] >= last, "{used:?} after {last}");
+        last = used[0];
+    }
+    assert_eq!(last, slots[0], "the 64 MiB table fills the 1 MiB segment");
+    // Without RestSegs the samples have no such field.
+    let radix = run(cfg(
+        "baseline-radix",
+        "gups",
+        20_000,
+        &[extra[0].clone(), extra[2].clone(), extra[3].clone()],
+    ));
+    let epochs = radix["epochs"].as_array().unwrap();
+    assert!(!epochs.is_empty());
+    assert!(epochs.iter().all(|e| e.get("restseg_used").is_none()));
+}
+
+/// Fig 20: every page that left the 4 KiB RestSeg (here all by eviction to the FlexSeg) is
+/// in one bucket of RSW translations, by how it came in; migrated pages were reused.
+#[test]
+fn pages_leaving_a_restseg_fill_the_reuse_histograms() {
+    let s = run(cfg(
+        "utopia",
+        "gups",
+        100_000,
+        &[
+            format!("workload.table_bytes={}", 64 * MIB),
+            "workload.populate=true".into(),
+            restsegs(MIB, 64 * MIB),
+            "schemes.utopia.migrate_walks=2".into(),
+            "schemes.utopia.migrate_dram_refs=1".into(),
+            "sim.warmup_instructions=20000".into(),
+        ],
+    ));
+    let seg = &s["os"]["frames"]["restsegs"][0]["stats"];
+    let sum = |o: &serde_json::Value| -> u64 {
+        ["0", "1-5", "6-20", ">20"]
+            .iter()
+            .map(|k| o[*k].as_u64().unwrap())
+            .sum()
+    };
+    let (migrated, faulted) = (
+        sum(&seg["reuse"]["migrated"]),
+        sum(&seg["reuse"]["faulted"]),
+    );
+    assert_eq!(migrated + faulted, u(seg, "evictions"), "{seg}");
+    assert!(migrated > 0, "{seg}");
+    assert!(migrated <= u(&s, "os.promoted") + 256, "{seg}");
+    assert!(
+        migrated > seg["reuse"]["migrated"]["0"].as_u64().unwrap(),
+        "some migrated pages were translated by the RSW: {seg}"
+    );
+    // The 2 MiB segment is present with zeros.
+    let huge = &s["os"]["frames"]["restsegs"][1]["stats"]["reuse"];
+    assert_eq!(sum(&huge["migrated"]) + sum(&huge["faulted"]), 0, "{huge}");
 }
 
 #[test]

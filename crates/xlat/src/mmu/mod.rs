@@ -86,6 +86,11 @@ pub trait MmuScheme: Send + 'static {
     /// Utopia's PTE-based migration counts walks and their DRAM references per page.
     const NOTES_WALKS: bool = false;
 
+    /// The OS wants to hear of every translation a side path resolved (`Found::Side`): the
+    /// system tells it the page's frame ([`crate::os::Os::side_hit`]). Utopia counts RestSeg
+    /// walk hits per slot for its reuse statistics.
+    const NOTES_SIDE_HITS: bool = false;
+
     /// A side path's translation fills the L2 TLB as well as the L1 TLB, as a walk's does
     /// (Utopia's RestSeg walk); otherwise only the L1 TLB (RMM's range TLB is itself the
     /// L2-level structure of its translations).
@@ -279,6 +284,14 @@ pub struct MmuCounters {
     pub walk_cycles: u64,
     /// Cycles walks waited for a free walker.
     pub walker_queue_cycles: u64,
+    /// Cycles from each L1 TLB miss (the `l1_misses`, instruction and data side) until the
+    /// translation is known: the L2 TLB lookup in parallel with the scheme's side paths (range
+    /// TLB, RestSeg walk), the L3 (POM) TLB probe, the wait for a walker and the walk. A
+    /// faulting translation counts its failed walk and, after the fault, the side-path lookup
+    /// or walk that finds the new mapping; the wait for older instructions to retire and the
+    /// fault handler itself are not counted. `translation_cycles / l1_misses` is the average
+    /// translation latency past the L1 TLB (Utopia Fig 16b). A perfect TLB never misses, so 0.
+    pub translation_cycles: u64,
     pub faults: u64,
     pub shootdowns: u64,
 }
@@ -380,6 +393,7 @@ impl<S: MmuScheme> Mmu<S> {
         let asid = pid;
         let l1 = self.l1_of(op);
         let mut latency = l1.latency;
+        let l1_latency = latency;
         if S::PERFECT {
             return Ok(match tables.truth(pid, va) {
                 Some((pfn, size)) => Outcome::Done(Translation {
@@ -420,6 +434,7 @@ impl<S: MmuScheme> Mmu<S> {
         };
         if let Some((pfn, size, lat, found)) = hit {
             latency += lat;
+            self.counters.translation_cycles += lat;
             self.fill_side_hit(va, asid, op, found, pfn, size);
             return Ok(Outcome::Done(Translation {
                 paddr: translate(va, pfn, size),
@@ -433,6 +448,7 @@ impl<S: MmuScheme> Mmu<S> {
         let (l3_hit, l3_latency) = self.scheme.l3_lookup(va, asid, now + latency, mem, shared);
         latency += l3_latency;
         if let Some(h) = l3_hit {
+            self.counters.translation_cycles += latency - l1_latency;
             self.fill(va, asid, op, h.pfn, h.size);
             return Ok(Outcome::Done(Translation {
                 paddr: translate(va, h.pfn, h.size),
@@ -454,6 +470,8 @@ impl<S: MmuScheme> Mmu<S> {
         let table = tables.table(pid)?;
         let dram_before = self.walk_refs.by_level[Level::Dram as usize];
         let (found, end) = self.walk_once(va, asid, table, tables.store(), start, mem);
+        // Walk or failed walk (a fault's handler is not counted): until the walk ended.
+        self.counters.translation_cycles += end - (now + l1_latency);
         match found {
             Some((pfn, size)) => {
                 if S::NOTES_WALKS {
@@ -595,6 +613,7 @@ impl<S: MmuScheme> Mmu<S> {
             .scheme
             .side_lookup(f.va, asid, resume, tables, mem, shared)
         {
+            self.counters.translation_cycles += latency;
             self.fill_side_hit(f.va, asid, f.op, Found::Side, hit.pfn, hit.size);
             return Ok(Translation {
                 paddr: translate(f.va, hit.pfn, hit.size),
@@ -605,6 +624,7 @@ impl<S: MmuScheme> Mmu<S> {
         }
         let table = tables.table(f.pid)?;
         let (found, end) = self.walk_once(f.va, asid, table, tables.store(), resume, mem);
+        self.counters.translation_cycles += end - resume;
         let (pfn, size) = found.ok_or_else(fail)?;
         self.walk_found(
             f.slot,
@@ -701,6 +721,7 @@ impl MmuCounters {
         self.walks += o.walks;
         self.walk_cycles += o.walk_cycles;
         self.walker_queue_cycles += o.walker_queue_cycles;
+        self.translation_cycles += o.translation_cycles;
         self.faults += o.faults;
         self.shootdowns += o.shootdowns;
     }

@@ -100,6 +100,17 @@ pub trait FramePolicy: Send {
         false
     }
 
+    /// The MMU translated the page whose first frame is `pfn` from a side path beside the L2
+    /// TLB (Utopia: a RestSeg walk hit). A policy may count it per frame as a measurement
+    /// (Utopia's reuse of a RestSeg slot before its page leaves); most ignore it.
+    fn side_hit(&mut self, _pfn: Pfn) {}
+
+    /// Slots in use of each region the policy manages itself (Utopia: each RestSeg, in
+    /// `[schemes.utopia] restsegs` order); empty for policies that manage none.
+    fn used_slots(&self) -> Vec<u64> {
+        Vec::new()
+    }
+
     /// The policy's own statistics (the `os.frames` subtree), if any.
     fn stats(&self) -> Option<serde_json::Value> {
         None

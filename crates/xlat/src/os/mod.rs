@@ -508,6 +508,18 @@ impl<T: PageTable> Os<T> {
         std::mem::take(&mut self.copies)
     }
 
+    /// The MMU translated the page whose first frame is `pfn` from a side path (a RestSeg
+    /// walk): the frame policy may count it ([`FramePolicy::side_hit`]).
+    #[inline]
+    pub fn side_hit(&mut self, pfn: Pfn) {
+        self.frames.side_hit(pfn);
+    }
+
+    /// Slots in use of each region the frame policy manages itself (Utopia's RestSegs).
+    pub fn used_slots(&self) -> Vec<u64> {
+        self.frames.used_slots()
+    }
+
     /// Restart the counters (end of warm-up); contents stay.
     pub fn reset_stats(&mut self) {
         self.stats = OsStats::default();
@@ -633,7 +645,8 @@ impl<T: PageTable> AddressSpaces for Os<T> {
 pub struct OsSnapshot {
     pub faults: FaultStats,
     pub munmaps: u64,
-    #[serde(skip_serializing_if = "is_zero")]
+    /// Pages migrated into the frame policy's own memory (Utopia's PTE-based migration);
+    /// always present, 0 for policies that never migrate.
     pub promoted: u64,
     /// Swap I/O (with `os.swap.enabled`).
     #[serde(skip_serializing_if = "Option::is_none")]

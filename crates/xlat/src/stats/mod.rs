@@ -149,4 +149,9 @@ pub struct EpochSample {
     /// (Utopia Fig 3 averages these over epochs of 1M instructions).
     pub l2_translation_fraction: f64,
     pub llc_translation_fraction: f64,
+    /// Slots in use of each RestSeg (`[schemes.utopia] restsegs` order) at the end of the
+    /// epoch (Utopia Fig 19; each total is `os.frames.restsegs[i].stats.slots`). Absent for
+    /// schemes without RestSegs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub restseg_used: Vec<u64>,
 }

@@ -207,6 +207,7 @@ impl MmuScheme for UtopiaMmu {
     type Table = UtopiaTable;
     type Shared = ();
     const NOTES_WALKS: bool = true;
+    const NOTES_SIDE_HITS: bool = true;
     const SIDE_HITS_FILL_L2: bool = true;
 
     #[inline]

@@ -53,6 +53,49 @@ pub struct RestSegStats {
     /// Slots holding a page now.
     pub used: u64,
     pub slots: u64,
+    /// How many translations RestSeg walks resolved for each page that left a slot
+    /// (evicted to the FlexSeg, paged out, unmapped) since warm-up, by how the page came in.
+    pub reuse: Reuse,
+}
+
+/// Pages that left a RestSeg slot, by the translations RestSeg walks resolved for them while
+/// they held it (Utopia Fig 20), separately for pages the PTE-based migration brought in
+/// (`promote`) and pages placed at their page fault.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Reuse {
+    pub migrated: ReuseBuckets,
+    pub faulted: ReuseBuckets,
+}
+
+/// Fig 20's buckets of RestSeg-walk translations per residency.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReuseBuckets {
+    #[serde(rename = "0")]
+    pub none: u64,
+    #[serde(rename = "1-5")]
+    pub few: u64,
+    #[serde(rename = "6-20")]
+    pub some: u64,
+    #[serde(rename = ">20")]
+    pub many: u64,
+}
+
+impl ReuseBuckets {
+    fn add(&mut self, hits: u32) {
+        match hits {
+            0 => self.none += 1,
+            1..=5 => self.few += 1,
+            6..=20 => self.some += 1,
+            _ => self.many += 1,
+        }
+    }
+}
+
+/// How a page came into its slot.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Fault,
+    Migration,
 }
 
 /// The OS's view of one RestSeg: the global TAR (owner of each slot) and DRRIP state.
@@ -63,6 +106,12 @@ struct SegState {
     rrpv: Vec<u8>,
     psel: u32,
     stats: RestSegStats,
+    /// A measurement beside the owner table, not a modelled structure (neither the TAR nor
+    /// the OS keeps it): per slot, the translations RestSeg walks resolved for its page
+    /// since the page took the slot, and whether it came in by migration. The system
+    /// reports each such translation ([`FramePolicy::side_hit`]).
+    hits: Vec<u32>,
+    migrated: Vec<bool>,
 }
 
 /// Which insertion policy a set follows in set dueling.
@@ -80,6 +129,8 @@ impl SegState {
             seg,
             owner: vec![None; slots],
             rrpv: vec![RRPV_MAX; slots],
+            hits: vec![0; slots],
+            migrated: vec![false; slots],
             psel: 1 << (PSEL_BITS - 1),
             stats: RestSegStats {
                 slots: slots as u64,
@@ -117,6 +168,17 @@ impl SegState {
         } else {
             RRPV_MAX
         }
+    }
+
+    /// The page in `slot` leaves it: its reuse goes into the histogram of its origin.
+    fn leave(&mut self, slot: usize) {
+        let reuse = &mut self.stats.reuse;
+        let buckets = if self.migrated[slot] {
+            &mut reuse.migrated
+        } else {
+            &mut reuse.faulted
+        };
+        buckets.add(self.hits[slot]);
     }
 
     /// The way of `set` DRRIP evicts: the first at RRPV 3, ageing the set until one is.
@@ -176,6 +238,7 @@ impl RestSegPlacement {
         pid: u16,
         vpn: Vpn,
         size: PageSize,
+        origin: Origin,
     ) -> Option<Pfn> {
         let state = self.segs.iter_mut().find(|s| s.seg.page == size)?;
         let seg = state.seg;
@@ -197,6 +260,7 @@ impl RestSegPlacement {
                     size,
                 });
                 state.stats.paged_out += 1;
+                state.leave(first + w as usize);
                 w
             }
             None => {
@@ -214,11 +278,14 @@ impl RestSegPlacement {
                     to: flex,
                 });
                 state.stats.evictions += 1;
+                state.leave(first + w as usize);
                 w
             }
         };
         let slot = first + way as usize;
         state.owner[slot] = Some((pid, vpn));
+        state.hits[slot] = 0;
+        state.migrated[slot] = origin == Origin::Migration;
         state.rrpv[slot] = state.insertion_rrpv(set, &mut self.rng);
         Some(seg.slot_pfn(set, way))
     }
@@ -246,7 +313,7 @@ impl FramePolicy for RestSegPlacement {
         vpn: Vpn,
         size: PageSize,
     ) -> Option<Pfn> {
-        let placed = self.place(buddy, pid, vpn, size);
+        let placed = self.place(buddy, pid, vpn, size, Origin::Fault);
         if self.flexseg {
             placed.or_else(|| buddy.alloc(size.order()))
         } else {
@@ -262,7 +329,7 @@ impl FramePolicy for RestSegPlacement {
         vpn: Vpn,
         size: PageSize,
     ) -> Option<Pfn> {
-        self.place(buddy, pid, vpn, size)
+        self.place(buddy, pid, vpn, size, Origin::Migration)
     }
 
     /// A RestSeg slot is free again when its page is unmapped; FlexSeg frames go back to the
@@ -275,6 +342,7 @@ impl FramePolicy for RestSegPlacement {
         let state = &mut self.segs[seg.id];
         let slot = (set * seg.ways + way) as usize;
         if state.owner[slot].take().is_some() {
+            state.leave(slot);
             state.stats.used -= 1;
             state.rrpv[slot] = RRPV_MAX;
         }
@@ -286,6 +354,21 @@ impl FramePolicy for RestSegPlacement {
 
     fn take_page_outs(&mut self) -> Vec<PageOut> {
         std::mem::take(&mut self.page_outs)
+    }
+
+    /// A RestSeg walk resolved the translation of the page in slot `pfn`: count it for the
+    /// page's reuse (a measurement only; DRRIP does not see it).
+    #[inline]
+    fn side_hit(&mut self, pfn: Pfn) {
+        if let Some((seg, set, way)) = self.layout.slot_of(pfn) {
+            let state = &mut self.segs[seg.id];
+            let slot = (set * seg.ways + way) as usize;
+            state.hits[slot] = state.hits[slot].saturating_add(1);
+        }
+    }
+
+    fn used_slots(&self) -> Vec<u64> {
+        self.segs.iter().map(|s| s.stats.used).collect()
     }
 
     fn owns(&self, pfn: Pfn) -> bool {
@@ -308,6 +391,8 @@ impl FramePolicy for RestSegPlacement {
         Some(serde_json::json!({ "restsegs": segs }))
     }
 
+    /// The histograms of reuse restart; the per-slot counts do not, so a page that leaves
+    /// after warm-up counts every RestSeg-walk translation of its residency, warm-up's too.
     fn reset_stats(&mut self) {
         for s in &mut self.segs {
             s.stats = RestSegStats {

@@ -256,3 +256,121 @@ fn walks_count_in_the_ptes_unused_bits_until_the_page_is_costly() {
         assert!(!t.note_walk(&mut os.ctx(), huge, 9));
     }
 }
+
+/// The `reuse` histograms of segment 0 of `p`'s stats: `(migrated, faulted)`, each as
+/// `[0, 1-5, 6-20, >20]`.
+fn reuse(p: &RestSegPlacement) -> ([u64; 4], [u64; 4]) {
+    let s = p.stats().unwrap();
+    let r = &s["restsegs"][0]["stats"]["reuse"];
+    let b = |o: &serde_json::Value| ["0", "1-5", "6-20", ">20"].map(|k| o[k].as_u64().unwrap());
+    (b(&r["migrated"]), b(&r["faulted"]))
+}
+
+#[test]
+fn reuse_counts_rsw_translations_per_slot_until_the_page_leaves() {
+    let l = layout(1);
+    let seg = l.segs[0];
+    let mut buddy = BuddyAllocator::new(MEMORY / 4096);
+    let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4));
+    p.reserve(&mut buddy).unwrap();
+    assert_eq!(reuse(&p), ([0; 4], [0; 4]), "present, all zero");
+    assert_eq!(p.used_slots(), vec![0]);
+    // Eight pages migrate into the one set of 8 ways; RestSeg walks then translate them
+    // 0, 1, 5, 6, 20, 21, 3 and 40 times.
+    let hits = [0, 1, 5, 6, 20, 21, 3, 40];
+    let mut pfns = Vec::new();
+    for (i, &k) in hits.iter().enumerate() {
+        let pfn = p
+            .promote(&mut buddy, 1, vpn_in(&seg, 0, i as u64), PageSize::Size4K)
+            .unwrap();
+        for _ in 0..k {
+            p.side_hit(pfn);
+        }
+        pfns.push(pfn);
+    }
+    assert_eq!(p.used_slots(), vec![8]);
+    // Frames outside every RestSeg are not counted (nor do they panic).
+    p.side_hit(Pfn(0));
+    // Nothing left yet.
+    assert_eq!(reuse(&p), ([0; 4], [0; 4]));
+    // The first six are unmapped: each lands in its bucket.
+    for &pfn in &pfns[..6] {
+        p.free(&mut buddy, pfn, PageSize::Size4K);
+    }
+    assert_eq!(reuse(&p), ([1, 2, 2, 1], [0; 4]));
+    assert_eq!(p.used_slots(), vec![2]);
+    // A page faulting into a freed slot starts from 0: its 2 hits, not its predecessor's.
+    let faulted = p
+        .frame(&mut buddy, 1, vpn_in(&seg, 0, 100), PageSize::Size4K)
+        .unwrap();
+    p.side_hit(faulted);
+    p.side_hit(faulted);
+    // Warm-up ends: the histograms restart, the per-slot counts stay.
+    p.reset_stats();
+    assert_eq!(reuse(&p), ([0; 4], [0; 4]));
+    p.side_hit(pfns[7]);
+    // Fill the set with faulting pages, then one more: DRRIP evicts one page to the
+    // FlexSeg, into the bucket of its whole residency.
+    let mut slot_hits: std::collections::HashMap<Pfn, (bool, u32)> = Default::default();
+    slot_hits.insert(pfns[6], (true, 3));
+    slot_hits.insert(pfns[7], (true, 41));
+    slot_hits.insert(faulted, (false, 2));
+    let mut i = 200;
+    while p.used_slots() != vec![8] {
+        let pfn = p
+            .frame(&mut buddy, 1, vpn_in(&seg, 0, i), PageSize::Size4K)
+            .unwrap();
+        slot_hits.insert(pfn, (false, 0));
+        i += 1;
+    }
+    assert!(p.take_evictions().is_empty());
+    p.frame(&mut buddy, 1, vpn_in(&seg, 0, i), PageSize::Size4K)
+        .unwrap();
+    let ev = p.take_evictions();
+    assert_eq!(ev.len(), 1);
+    let (migrated, k) = slot_hits[&ev[0].from];
+    let bucket = match k {
+        0 => 0,
+        1..=5 => 1,
+        6..=20 => 2,
+        _ => 3,
+    };
+    let mut want = ([0; 4], [0; 4]);
+    if migrated {
+        want.0[bucket] = 1;
+    } else {
+        want.1[bucket] = 1;
+    }
+    assert_eq!(reuse(&p), want, "evicted {:?} with {k} hits", ev[0]);
+}
+
+#[test]
+fn a_migrated_page_hit_k_times_then_evicted_lands_in_its_bucket() {
+    for (k, bucket) in [(0, 0), (1, 1), (5, 1), (6, 2), (20, 2), (21, 3)] {
+        let l = layout(1);
+        let seg = l.segs[0];
+        let mut buddy = BuddyAllocator::new(MEMORY / 4096);
+        let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4));
+        p.reserve(&mut buddy).unwrap();
+        // One set, a leader set of SRRIP: every page is inserted at the same RRPV, so the
+        // first way, the first page, is the victim.
+        let first = p
+            .promote(&mut buddy, 1, vpn_in(&seg, 0, 0), PageSize::Size4K)
+            .unwrap();
+        for i in 1..8 {
+            p.promote(&mut buddy, 1, vpn_in(&seg, 0, i), PageSize::Size4K)
+                .unwrap();
+        }
+        for _ in 0..k {
+            p.side_hit(first);
+        }
+        p.promote(&mut buddy, 1, vpn_in(&seg, 0, 8), PageSize::Size4K)
+            .unwrap();
+        let ev = p.take_evictions();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].from, first, "k = {k}");
+        let mut want = [0; 4];
+        want[bucket] = 1;
+        assert_eq!(reuse(&p), (want, [0; 4]), "k = {k}");
+    }
+}

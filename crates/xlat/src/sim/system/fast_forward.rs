@@ -20,7 +20,7 @@
 use super::System;
 use crate::error::Result;
 use crate::mem::{Level, MemKind, Timing};
-use crate::mmu::{MmuScheme, Outcome};
+use crate::mmu::{Found, MmuScheme, Outcome};
 use crate::schemes::Scheme;
 use crate::sim::FastForward;
 use crate::trace::{Op, Record, Roi};
@@ -136,6 +136,9 @@ impl<S: Scheme> System<S> {
         };
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
+        }
+        if <S::Mmu as MmuScheme>::NOTES_SIDE_HITS && t.found == Found::Side {
+            self.os.side_hit(super::page_frame(&t));
         }
         if <S::Mmu as MmuScheme>::NOTES_WALKS && !self.cores[c].mmu.walk_notes.is_empty() {
             self.deliver_walk_notes(c, now)?;

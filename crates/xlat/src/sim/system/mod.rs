@@ -15,7 +15,7 @@
 mod fast_forward;
 
 use super::SimConfig;
-use crate::addr::{PageSize, PhysAddr, Vpn};
+use crate::addr::{PageSize, Pfn, PhysAddr, Vpn};
 use crate::core::Core;
 use crate::error::{Error, Result};
 use crate::mem::{Hierarchy, Level, MemKind};
@@ -147,6 +147,12 @@ impl<T: crate::pt::PageTable> PageTables for Os<T> {
 }
 
 /// What a scheme's builders see of `cfg`.
+/// The first frame of the page a translation found.
+#[inline]
+fn page_frame(t: &Translation) -> Pfn {
+    Pfn(t.paddr.pfn().0 & !(t.size.base_pages() - 1))
+}
+
 fn build_ctx(cfg: &SimConfig) -> BuildCtx<'_> {
     BuildCtx {
         sections: &cfg.schemes,
@@ -247,6 +253,9 @@ impl<S: Scheme> System<S> {
         };
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
+        }
+        if <S::Mmu as MmuScheme>::NOTES_SIDE_HITS && t.found == Found::Side {
+            self.os.side_hit(page_frame(&t));
         }
         // The translation is resolved, then the page may move (Utopia §5.5).
         if <S::Mmu as MmuScheme>::NOTES_WALKS && !self.cores[c].mmu.walk_notes.is_empty() {
@@ -446,6 +455,7 @@ impl<S: Scheme> System<S> {
             free_frames: self.os.buddy.free_frames(),
             l2_translation_fraction: self.mem.translation_fraction(Level::L2),
             llc_translation_fraction: self.mem.translation_fraction(Level::Llc),
+            restseg_used: self.os.used_slots(),
         });
     }
 
