@@ -14,12 +14,16 @@
 
 Two kinds of run, both of Utopia (preset ``utopia``) on Table 2's workloads:
 
-* **Utopia** (Figs 18 and 20): as the performance figures run it, fast-forwarded through the
-  set-up with every page mapped (``populate``), so the RestSeg starts full and the measured
-  part sees the steady state: migrations driven by costly FlexSeg walks.
+* **Utopia** (Figs 18 and 20): fast-forwarded through the set-up, whose first touches map
+  the pages (page-fault-based allocation, §5.5), so the RestSeg is full when the measured
+  kernel starts: the steady state, with migrations driven by costly FlexSeg walks.
 * **Utopia (from empty)** (Fig 19): every record simulated from the first, no page mapped
-  before its first touch (``sim.fast_forward = 0``, ``workload.populate = false``), so the
-  page-fault-based allocation (§5.5) fills the RestSeg as the program touches memory.
+  before its first touch (``sim.fast_forward = 0``), so the page-fault-based allocation fills
+  the RestSeg as the program touches memory.
+
+Both map pages at their first touch (``workload.populate = false``), but for GUPS and DLRM,
+whose generators have no initialisation loop: they keep ``populate``, which maps their tables
+before the first record as the programs' initialisation would (``POPULATED``).
 
 The RestSeg holds a small part of the data, as in the paper (1 GB of RestSegs against 8-33 GB
 of data): at tiny and quick scale the 4 KiB RestSeg shrinks with the footprints (1 MiB at
@@ -360,6 +364,9 @@ register(
         "of slots in use at the end of each epoch (1M instructions; 50k at tiny); a "
         "workload whose run touches fewer pages than the RestSeg has slots cannot fill it, "
         "and the direction leaves it out. Fig 20 bins the pages that left the 4 KiB RestSeg "
-        "by the RSW resolutions of their translation while they were in it.",
+        "by the RSW resolutions of their translation while they were in it; the shares pool "
+        "the pages of every workload (so the workload that migrates most weighs most: k-mer "
+        "at quick scale, whose migrated pages a later migration into their set evicts after "
+        "1-5 translations), per-workload shares are in the tables.",
     )
 )
