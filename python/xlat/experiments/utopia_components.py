@@ -194,7 +194,12 @@ def _analyse(df: pd.DataFrame) -> Analysis:
         ]
     )
     fig_a = plots.grouped_bars(
-        rates, "hit_rate", summary="mean", ylabel="hit rate", title="SF and TAR cache hit rates"
+        rates,
+        "hit_rate",
+        summary="mean",
+        ylabel="hit rate",
+        title="SF and TAR cache hit rates",
+        ylim=(0, 1.05),  # linear, as the paper draws rates
     )
     migrations = pd.DataFrame(
         [
