@@ -116,3 +116,33 @@ def test_every_run_config_resolves_at_every_scale(
         assert {c["cache"]["llc"]["size"] for c in configs} == {cores * (2 << 20)}
         threaded = [c for c in configs if c["workload"]["name"] in ("bfs", "pr", "gups")]
         assert threaded and all(c["workload"]["threads"] == cores for c in threaded)
+
+
+def test_mix_members_reach_every_run_and_name_its_key(tmp_path: Path) -> None:
+    # A mix's members (a list of tables) are workload parameters like any other: each run of
+    # utopia-fig17 resolves with its mix's members, one per core, and its results row is told
+    # apart from the other mixes' by them (they reach the results as resolved JSON text).
+    import json
+
+    import pandas as pd
+
+    from xlat.experiments.registry import _workload_keys
+    from xlat.experiments.utopia_fig17 import MIXES
+
+    configs = experiments.resolved_configs("utopia-fig17", "tiny", tmp_path)
+    seen = {tuple(m["name"] for m in c["workload"]["members"]) for c in configs}
+    assert seen == set(MIXES)
+    assert {c["sim"]["cores"] for c in configs} == {4}
+    assert {c["cache"]["llc"]["size"] for c in configs} == {4 * (2 << 20)}
+    workloads = experiments.get("utopia-fig17").workloads["tiny"]
+    rows = pd.DataFrame(
+        {
+            "workload": ["mix"] * len(configs),
+            "config.workload.members": [json.dumps(c["workload"]["members"]) for c in configs],
+            "config.workload.quantum": [c["workload"]["quantum"] for c in configs],
+        }
+    )
+    keys = _workload_keys(rows, workloads)
+    for key, config in zip(keys, configs):
+        names = [m["name"] for m in workloads[key]["members"]]
+        assert names == [m["name"] for m in config["workload"]["members"]]

@@ -368,3 +368,50 @@ fn pages_leaving_a_restseg_fill_the_reuse_histograms() {
     let huge = &s["os"]["frames"]["restsegs"][1]["stats"]["reuse"];
     assert_eq!(sum(&huge["migrated"]) + sum(&huge["faulted"]), 0, "{huge}");
 }
+
+#[test]
+fn pages_moved_while_populating_cost_no_ipis_when_a_later_migration_shoots_down() {
+    // Two programs on two cores share a 1 MiB RestSeg; GUPS maps its 64 MiB table before its
+    // first record (populate), evicting thousands of pages on the way. Those moves happen
+    // before anything runs: they must not wait in the shootdown queue and all be shot down,
+    // each with an IPI, at the first migration of the measured run.
+    let s = run(cfg(
+        "utopia",
+        "mix",
+        50_000,
+        &[
+            format!(
+                "workload.members=[{{name = \"stream\", array_bytes = {}}}, \
+                 {{name = \"gups\", table_bytes = {}, populate = true}}]",
+                MIB,
+                64 * MIB
+            ),
+            "workload.quantum=1000".into(),
+            // The mix's own `populate = false` (the helper's) would turn its members' off.
+            "workload.populate=true".into(),
+            restsegs(MIB, 64 * MIB),
+            "schemes.utopia.migrate_walks=2".into(),
+            "schemes.utopia.migrate_dram_refs=1".into(),
+            "sim.cores=2".into(),
+            "sim.verify=true".into(),
+        ],
+    ));
+    let promoted = u(&s, "os.promoted");
+    assert!(promoted > 0, "no migration to trigger the shootdowns");
+    // A migration shoots down its page and the victim it evicts, a fault its victim: each
+    // on the core that moved it and at most on the other one. GUPS's populate pushed
+    // thousands of its pages through the 256 slots before the run; none of those may be
+    // shot down (let alone with IPIs) in the measured run.
+    let moves = 2 * promoted + u(&s, "os.faults.minor");
+    let local = u(&s, "mmu.shootdowns");
+    let remote = u(&s, "system.shootdowns_remote");
+    assert!(local <= 2 * moves, "{local} shootdowns for {moves} moves");
+    assert!(
+        remote <= moves,
+        "{remote} remote shootdowns for {moves} moves"
+    );
+    assert!(
+        u(&s, "os.faults.populated") > 2 * moves,
+        "too few pages populated to tell"
+    );
+}

@@ -13,7 +13,15 @@ sources)::
 
 # Importing the per-paper modules registers their reproductions; the registry itself imports
 # none of them, so the papers build on it and not the other way round.
-from . import gandhi, mehpt, utopia, utopia_eval, utopia_fig6  # noqa: F401
+from . import (  # noqa: F401
+    gandhi,
+    mehpt,
+    utopia,
+    utopia_components,
+    utopia_eval,
+    utopia_fig6,
+    utopia_fig17,
+)
 from .registry import (
     SCALES,
     Analysis,

@@ -264,9 +264,32 @@ def _workload_keys(df: pd.DataFrame, workloads: Mapping[str, Mapping[str, Any]])
             continue
         match = df["workload"] == name
         for param, value in params.items():
-            match &= df[f"config.workload.{param}"] == value
+            column = df[f"config.workload.{param}"]
+            match &= column.map(lambda cell, value=value: _param_matches(cell, value))
         keys[match] = key
     return keys
+
+
+def _param_matches(cell: Any, value: Any) -> bool:
+    """Whether a run's resolved workload parameter ``cell`` is the ``value`` a workload key
+    gave. Lists and tables (a ``mix``'s ``members``) reach the results as JSON text, resolved:
+    every key the value names must match, and the keys it leaves out hold their defaults."""
+    if isinstance(value, (Mapping, list, tuple)):
+        if isinstance(cell, str):
+            try:
+                cell = json.loads(cell)
+            except ValueError:
+                return False
+        if isinstance(value, Mapping):
+            return isinstance(cell, Mapping) and all(
+                k in cell and _param_matches(cell[k], v) for k, v in value.items()
+            )
+        return (
+            isinstance(cell, list)
+            and len(cell) == len(value)
+            and all(_param_matches(c, v) for c, v in zip(cell, value))
+        )
+    return bool(cell == value)
 
 
 def _plan(

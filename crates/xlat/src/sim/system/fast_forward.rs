@@ -46,7 +46,7 @@ impl<S: Scheme> System<S> {
         let mut recent = VecDeque::with_capacity(window.min(1 << 20));
         let total = self.source.len_hint();
         loop {
-            self.source.fill(&mut buf)?;
+            self.fill(&mut buf)?;
             if buf.is_empty() {
                 break;
             }

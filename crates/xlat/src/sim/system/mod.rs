@@ -518,6 +518,26 @@ impl<S: Scheme> System<S> {
         Ok(self.stats())
     }
 
+    /// Read the next records from the source. A workload that maps its memory while it makes
+    /// them (`populate`, as `MAP_POPULATE` or an initialisation loop would) can make the frame
+    /// policy move pages already mapped, of this or another process (Utopia's shared
+    /// RestSegs evict to the FlexSeg): the cores that ran those processes drop their cached
+    /// translations here, at no cost, as populating is charged to no core. Left queued, they
+    /// would all be shot down at the next fault or migration, each with its IPIs.
+    fn fill(&mut self, buf: &mut Vec<Record>) -> Result<()> {
+        self.source.fill(buf)?;
+        // One core keeps no list of the processes it ran.
+        let one = self.cores.len() == 1;
+        for (pid, vpn, size) in self.os.take_shootdowns() {
+            for unit in &mut self.cores {
+                if one || unit.has_run(pid) {
+                    unit.mmu.shootdown(pid, &[(vpn, size)], &mut self.shared);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// One core: every record in source order, no queues.
     fn run_one_core(
         &mut self,
@@ -528,7 +548,7 @@ impl<S: Scheme> System<S> {
         let mut done = self.skipped.records;
         'outer: loop {
             if buf.is_empty() {
-                self.source.fill(&mut buf)?;
+                self.fill(&mut buf)?;
                 if buf.is_empty() {
                     break;
                 }
@@ -572,7 +592,7 @@ impl<S: Scheme> System<S> {
                 {
                     break;
                 }
-                self.source.fill(&mut buf)?;
+                self.fill(&mut buf)?;
                 exhausted = buf.is_empty();
                 held.extend(buf.drain(..));
             }
