@@ -329,34 +329,33 @@ EVAL_NOTES = (
     "populated at the start fill the 512 MB 4 KB RestSeg first, so footprints of a few hundred "
     "MB sit wholly in it and larger ones (GUPS at quick: 4 GiB) only in part, the rest in the "
     "FlexSeg, from which walked pages migrate in (migrate_walks). A RestSeg walk (SF and TAR "
-    "lookups) starts on every L1 TLB miss, beside the L2 TLB lookup, so its cycles (Fig 12) "
-    "and requests (Fig 13) count for translations the L2 TLB would have served: at small "
-    "footprints, where Radix's walks are few and their PTEs hit in the L2 cache, Utopia's "
-    "walk cycles and requests can exceed Radix's. Fig 13 includes requests served by the L1D "
+    "lookups) starts on every L1 TLB miss, beside the L2 TLB lookup, and an L2 TLB hit aborts "
+    "it before it reads memory, so its cycles (Fig 12) and requests (Fig 13) count for the "
+    "translations the L2 TLB did not serve; at small footprints, where Radix's walks are few "
+    "and their PTEs hit in the PWCs and the L1D, Utopia's walk cycles and requests can exceed "
+    "Radix's. Fig 13 includes requests served by the L1D "
     "(the paper shows L2, LLC and DRAM); the L2 share is of all levels. Fig 16b's translation "
     "latency is the MMU's cycles per L1 TLB miss (stats.mmu.translation_cycles / "
     "stats.mmu.l1_misses). Speed-up averages are geometric means, ratio averages arithmetic. "
-    "At tiny and quick scale Utopia is slower than Radix on average (the direction's reason "
-    "gives the measured causes: page migrations of GUPS, DRAM row locality of data placed in "
-    "the RestSeg, TAR reads through the L1D); the paper's +24% needs footprints the L2 TLB "
-    "cannot cover held in the RestSeg, with RestSeg walks that hit the SF and TAR caches (its "
-    "Fig 18: 81% and 98%) and few migrations."
+    "At tiny and quick scale Utopia is not faster than Radix on average (the direction's "
+    "reason gives the measured causes: TAR lines that serve one page each, so the TAR cache "
+    "rarely hits, and footprints mostly outside the RestSeg); the paper's +24% needs "
+    "footprints the L2 TLB cannot cover held in the RestSeg, with RestSeg walks that hit the "
+    "SF and TAR caches (its Fig 18: 81% and 98%) and few migrations."
 )
 
-#: Why Utopia loses at quick scale (measured: 0.85x geomean, faster only on k-mer).
+#: Why Utopia does not win at quick scale (measured: 0.99x geomean).
 QUICK_REASON = (
-    "measured at quick: Utopia 0.85x on average, faster only on k-mer (1.15x), although its "
-    "translation cycles per L1 TLB miss are 0.97x Radix's on average; the losses come from the "
-    "memory side: GUPS at 4 GiB (8x the 512 MB RestSeg, 0.66x) migrates 72,914 pages into "
-    "the RestSeg (1.9 per kilo-instruction; paper: < 0.5), whose copies triple its DRAM data "
-    "reads; pr (0.52x) loses 43% of its DRAM row-buffer hits with its data in the RestSeg's "
-    "frames instead of the buddy allocator's (6x the DRAM queueing; RMM, whose eager paging "
-    "also places pr's data elsewhere, runs 0.53x too); and every RestSeg walk's "
-    "TAR read that misses the TAR cache goes through the L1D (pr: 2.0M misses), holding its "
-    "12 fill buffers and paying the slower of the L2 TLB and the RestSeg walk for a "
-    "translation the L2 TLB would have served (bc: 1.44x translation cycles, 0.74x); our "
-    "walks take 71x Radix's cycles on average (cc and gc, where Radix walks 4-5K times, "
-    "329x) since a RestSeg walk starts on every L1 TLB miss"
+    "measured at quick: Utopia 0.99x on average (geomean), faster on k-mer (1.15x) and GUPS "
+    "(1.08x), slower on DLRM-SLS (0.89x), XSBench (0.93x), SSSP (0.95x) and bc (0.97x), "
+    "the rest within 1%; its walks (FlexSeg + RestSeg) take 2.8x Radix's cycles on average. "
+    "A RestSeg walk reads the set's TAR line, one 64-byte line per set, and consecutive pages "
+    "fall in consecutive sets, so a TAR line serves one page of a sweep where a leaf-PTE line "
+    "serves eight, and the 2 KB TAR cache (32 lines) hits about never (paper, Fig 18: 98%): "
+    "RestSeg walks mostly read the L2 or DRAM where Radix's walks hit the PWCs and the L1D. "
+    "GUPS's and DLRM's footprints (4 GiB, 2.5 GiB) are mostly outside the 512 MB RestSeg: "
+    "13% and 28% of RestSeg walks hit, and the FlexSeg walk of the others waits for the "
+    "RestSeg walk (§5.7.2)"
 )
 
 register(
@@ -376,8 +375,8 @@ register(
         direction_not_shown={
             "tiny": "tiny footprints (GUPS 64 MiB, graphs of 4K vertices) and 30K references "
             "without warm-up: Radix walks rarely (most workloads under 100 L2 TLB misses) and "
-            "its PTEs hit in the caches, while Utopia's RestSeg walk on every L1 TLB miss reads "
-            "a cold SF and TAR from DRAM: Utopia 0.88x, its walks 4.4x Radix's cycles "
+            "its PTEs hit in the caches, while Utopia's RestSeg walks read a cold SF and TAR "
+            "from DRAM: Utopia 0.96x "
             "(tests/test_utopia_eval.py checks the paper's regime, GUPS at 512 MiB, instead)",
             "quick": QUICK_REASON,
             "full": QUICK_REASON,
@@ -618,8 +617,8 @@ def _fig9_scale_overrides(scale: str) -> dict:
             "sf_cache_bytes": 2048,
             "tar_cache_bytes": 2048,
             "cache_latency": 2,
-            "migrate_walks": 8,
-            "migrate_dram_refs": 8,
+            "migrate_walks": 15,
+            "migrate_dram_refs": 31,
         },
     }
 

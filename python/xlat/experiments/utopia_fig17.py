@@ -243,16 +243,14 @@ register(
         direction_check=lambda df, v: v["fig17_utopia_speedup_avg"] > 1.0,
         scale_overrides={scale: _scale_overrides(scale) for scale in SCALES},
         direction_not_shown={
-            "tiny": "translation is negligible at tiny footprints (tens of L1 TLB misses per "
-            "core per run), and the four programs' pages share the RestSeg's sets (the set is "
-            "the virtual page number modulo the sets, whatever the process), so their k-th "
-            "pages sit 32 MiB apart in one DRAM bank: row conflicts (773 vs 196 on Radix for "
-            "m5) make Utopia slower (0.71x)",
-            "quick": "measured 0.96x: the 512 MB RestSeg, shared by four programs of up to "
-            "4 GiB, holds few of the pages that miss the L2 TLB (GUPS walks as on Radix), a "
-            "RestSeg hit waits for the RSW's TAR line even where the L2 TLB would have hit "
-            "(BFS: 350k RSWs, 0.1% TAR cache hits, IPC 0.38 vs 0.66), and the shared sets "
-            "add DRAM row conflicts",
+            "tiny": "translation is negligible at tiny footprints (at most 14K L1 TLB misses "
+            "in a run of 330-450K instructions) and Utopia's RestSeg walks read cold SF and "
+            "TAR lines: 0.83x (per mix 0.73-0.95x in cycles; DRAM row conflicts equal to "
+            "Radix's within 9%); not investigated further",
+            "quick": "measured 0.99x (two mixes faster, 1.07x and 1.14x in cycles; three "
+            "within 0.95-1.0x): the 512 MB RestSeg, shared by four programs of up to 4 GiB, "
+            "holds few of the pages that miss the L2 TLB (GUPS walks as on Radix), and a "
+            "RestSeg walk reads one TAR line per page, which the 2 KB TAR cache rarely holds",
         },
         notes="Four cores as Table 1 (LLC 2 MB per core, 8 MB shared); the paper also runs 2 "
         "and 8 cores, which we do not. Mixes (member i on core i): m1 sssp+xsbench+kmer+tc, "

@@ -92,8 +92,9 @@ pub struct UtopiaConfig {
     /// PTE-based migration (§5.5): a FlexSeg page moves into its RestSeg once its walks
     /// number at least `migrate_walks` (the PTE's access-frequency counter, 4 bits: 1..=15)
     /// and their DRAM references at least `migrate_dram_refs` (the cost counter, 5 bits:
-    /// 0..=31). The paper gives no values; the defaults (8 and 8) keep migrations below the
-    /// 0.5 per kilo-instruction of its Fig 18 on our workloads. 0 walks turns it off.
+    /// 0..=31). The paper gives no values; the defaults are the counters' maxima (15 and 31):
+    /// lower thresholds migrate pages that the next migration into their set evicts again
+    /// (docs/schemes/utopia.md, "Migration thresholds"). 0 walks turns it off.
     #[serde(default = "default_migrate_walks")]
     pub migrate_walks: u32,
     #[serde(default = "default_migrate_dram_refs")]
@@ -111,11 +112,11 @@ fn default_flexseg() -> bool {
 }
 
 fn default_migrate_walks() -> u32 {
-    8
+    15
 }
 
 fn default_migrate_dram_refs() -> u32 {
-    8
+    31
 }
 
 impl Default for UtopiaConfig {
