@@ -180,18 +180,23 @@ def _reuse(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["workload", "way", *REUSE_BINS])
 
 
+def _bars(table: pd.DataFrame, columns: dict[str, str], value: str) -> pd.DataFrame:
+    """``table``'s per-workload ``columns`` (bar label -> column) in the long form the bar
+    plots take: one row per workload and bar, the number under ``value``."""
+    return pd.DataFrame(
+        [
+            {"status": "ok", "workload": w, "label": label, value: table.at[w, column]}
+            for w in table.index
+            for label, column in columns.items()
+        ]
+    )
+
+
 def _analyse(df: pd.DataFrame) -> Analysis:
     table = components(df)
     figures = []
-    rates = pd.DataFrame(
-        [
-            {"status": "ok", "workload": w, "label": cache, "hit_rate": table.at[w, col]}
-            for w in table.index
-            for cache, col in (
-                ("SF cache", "SF cache hit rate"),
-                ("TAR cache", "TAR cache hit rate"),
-            )
-        ]
+    rates = _bars(
+        table, {"SF cache": "SF cache hit rate", "TAR cache": "TAR cache hit rate"}, "hit_rate"
     )
     fig_a = plots.grouped_bars(
         rates,
@@ -201,15 +206,13 @@ def _analyse(df: pd.DataFrame) -> Analysis:
         title="SF and TAR cache hit rates",
         ylim=(0, 1.05),  # linear, as the paper draws rates
     )
-    migrations = pd.DataFrame(
-        [
-            {"status": "ok", "workload": w, "label": way, "per_ki": table.at[w, col]}
-            for w in table.index
-            for way, col in (
-                ("to RestSeg", "migrations to RestSeg per kI"),
-                ("from RestSeg", "migrations from RestSeg per kI"),
-            )
-        ]
+    migrations = _bars(
+        table,
+        {
+            "to RestSeg": "migrations to RestSeg per kI",
+            "from RestSeg": "migrations from RestSeg per kI",
+        },
+        "per_ki",
     )
     fig_b = plots.grouped_bars(
         migrations,
