@@ -25,7 +25,7 @@ SYSTEMS = {
 
 #: graph500 is BFS on a Kronecker graph (our `bfs`); memcached is our `kvstore`; GUPS as is.
 WORKLOADS = {
-    "tiny": {"bfs": {"scale": 12}, "kvstore": {"keys": 1 << 14}, "gups": {"table_bytes": 1 << 26}},
+    "tiny": {"bfs": {"scale": 15}, "kvstore": {"keys": 1 << 14}, "gups": {"table_bytes": 1 << 26}},
     "quick": {"bfs": {"scale": 20}, "kvstore": {}, "gups": {"table_bytes": 1 << 32}},
     "full": {"bfs": {"scale": 24}, "kvstore": {"keys": 1 << 26}, "gups": {"table_bytes": 1 << 35}},
     # The paper's big-memory datasets are 60-75 GB; kvstore has no footprint key (its largest
