@@ -178,25 +178,29 @@ fn a_full_set_evicts_a_page_to_the_flexseg_where_it_still_translates() {
     );
 }
 
+/// 64 MiB of GUPS over a 1 MiB RestSeg, migrating a page after `walks` walks with one DRAM
+/// reference: nearly every page lives in the FlexSeg, and migrations evict one another.
+fn migrating_gups(walks: u32, extra: &str) -> xlat::SimConfig {
+    cfg(
+        "utopia",
+        "gups",
+        100_000,
+        &[
+            format!("workload.table_bytes={}", 64 * MIB),
+            "workload.populate=true".into(),
+            restsegs(MIB, 64 * MIB),
+            format!("schemes.utopia.migrate_walks={walks}"),
+            "schemes.utopia.migrate_dram_refs=1".into(),
+            extra.to_string(),
+        ],
+    )
+}
+
 #[test]
 fn costly_flexseg_pages_migrate_into_the_restseg_and_still_translate() {
     // 64 MiB of GUPS over a 1 MiB RestSeg: nearly every page lives in the FlexSeg, and the
     // pages whose walks reach the thresholds move in, evicting others.
-    let run_with = |walks: u32| {
-        run(cfg(
-            "utopia",
-            "gups",
-            100_000,
-            &[
-                format!("workload.table_bytes={}", 64 * MIB),
-                "workload.populate=true".into(),
-                restsegs(MIB, 64 * MIB),
-                format!("schemes.utopia.migrate_walks={walks}"),
-                "schemes.utopia.migrate_dram_refs=1".into(),
-                "sim.verify=true".into(),
-            ],
-        ))
-    };
+    let run_with = |walks: u32| run(migrating_gups(walks, "sim.verify=true"));
     let on = run_with(2);
     let promoted = u(&on, "os.promoted");
     assert!(promoted > 100, "promoted {promoted}");
@@ -333,19 +337,7 @@ fn epochs_sample_restseg_use_up_to_the_slots() {
 /// in one bucket of RSW translations, by how it came in; migrated pages were reused.
 #[test]
 fn pages_leaving_a_restseg_fill_the_reuse_histograms() {
-    let s = run(cfg(
-        "utopia",
-        "gups",
-        100_000,
-        &[
-            format!("workload.table_bytes={}", 64 * MIB),
-            "workload.populate=true".into(),
-            restsegs(MIB, 64 * MIB),
-            "schemes.utopia.migrate_walks=2".into(),
-            "schemes.utopia.migrate_dram_refs=1".into(),
-            "sim.warmup_instructions=20000".into(),
-        ],
-    ));
+    let s = run(migrating_gups(2, "sim.warmup_instructions=20000"));
     let seg = &s["os"]["frames"]["restsegs"][0]["stats"];
     let sum = |o: &serde_json::Value| -> u64 {
         ["0", "1-5", "6-20", ">20"]
