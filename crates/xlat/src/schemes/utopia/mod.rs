@@ -18,8 +18,6 @@
 //!
 //! * **Restrictive-only** (`flexseg = false`, §3 Fig 6): no FlexSeg; a full set's victim is
 //!   paged out to swap (`[os.swap]`).
-//!
-//! Not yet modelled: an accessed bit in the TAR for DRRIP to see reuse.
 
 pub mod placement;
 pub mod restseg;

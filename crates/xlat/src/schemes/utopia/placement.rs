@@ -16,10 +16,13 @@
 //! DRRIP (Jaleel et al., ISCA'10) as Utopia Table 1 names it: 2-bit re-reference prediction
 //! values per slot; a victim is a way predicted re-referenced in the distant future (RRPV 3),
 //! ageing the set until one is; set dueling between SRRIP (insert at RRPV 2) and BRRIP (insert
-//! at 3, at 2 once in 32) over 32 leader sets each, by a 10-bit PSEL counter. The hardware
-//! does not report RestSeg hits to the OS in this model (no accessed bit in the TAR yet), so
-//! no RRPV is ever promoted: DRRIP here chooses between inserting pages as likely or as
-//! unlikely to be re-referenced, and evicts the oldest predictions first.
+//! at 3, at 2 once in 32) over 32 leader sets each, by a 10-bit PSEL counter. Reuse reaches
+//! the policy the way a radix walk's accessed bit reaches Linux: a RestSeg walk that
+//! resolves a translation sets the accessed bit among the TAR entry's metadata bits (§5.3),
+//! and the OS reads it as a re-reference, promoting the slot to RRPV 0 (RRIP's hit
+//! priority). The write of the bit is not charged, as the radix walker's accessed-bit writes
+//! are not. Translations that hit in a TLB do not reach the TAR, so, as with PTE accessed
+//! bits, the OS sees the reuse of pages the TLBs do not hold.
 
 use super::restseg::{Layout, RestSeg};
 use crate::addr::{PageSize, Pfn, Vpn};
@@ -356,13 +359,14 @@ impl FramePolicy for RestSegPlacement {
         std::mem::take(&mut self.page_outs)
     }
 
-    /// A RestSeg walk resolved the translation of the page in slot `pfn`: count it for the
-    /// page's reuse (a measurement only; DRRIP does not see it).
+    /// A RestSeg walk resolved the translation of the page in slot `pfn`: its TAR entry's
+    /// accessed bit promotes the slot in DRRIP, and the page's reuse count grows.
     #[inline]
     fn side_hit(&mut self, pfn: Pfn) {
         if let Some((seg, set, way)) = self.layout.slot_of(pfn) {
             let state = &mut self.segs[seg.id];
             let slot = (set * seg.ways + way) as usize;
+            state.rrpv[slot] = 0;
             state.hits[slot] = state.hits[slot].saturating_add(1);
         }
     }

@@ -352,17 +352,20 @@ fn a_migrated_page_hit_k_times_then_evicted_lands_in_its_bucket() {
         let mut buddy = BuddyAllocator::new(MEMORY / 4096);
         let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4));
         p.reserve(&mut buddy).unwrap();
-        // One set, a leader set of SRRIP: every page is inserted at the same RRPV, so the
-        // first way, the first page, is the victim.
-        let first = p
-            .promote(&mut buddy, 1, vpn_in(&seg, 0, 0), PageSize::Size4K)
-            .unwrap();
-        for i in 1..8 {
-            p.promote(&mut buddy, 1, vpn_in(&seg, 0, i), PageSize::Size4K)
-                .unwrap();
-        }
-        for _ in 0..k {
-            p.side_hit(first);
+        // One set, a leader set of SRRIP: every page is inserted at the same RRPV and RestSeg
+        // walks translate every page k times (promoting all alike), so the first way, the
+        // first page, is the victim.
+        let pages: Vec<Pfn> = (0..8)
+            .map(|i| {
+                p.promote(&mut buddy, 1, vpn_in(&seg, 0, i), PageSize::Size4K)
+                    .unwrap()
+            })
+            .collect();
+        let first = pages[0];
+        for &pfn in &pages {
+            for _ in 0..k {
+                p.side_hit(pfn);
+            }
         }
         p.promote(&mut buddy, 1, vpn_in(&seg, 0, 8), PageSize::Size4K)
             .unwrap();
@@ -373,4 +376,33 @@ fn a_migrated_page_hit_k_times_then_evicted_lands_in_its_bucket() {
         want[bucket] = 1;
         assert_eq!(reuse(&p), (want, [0; 4]), "k = {k}");
     }
+}
+
+#[test]
+fn drrip_keeps_the_pages_restseg_walks_translated_and_evicts_one_they_did_not() {
+    let l = layout(64);
+    let seg = l.segs[0];
+    let mut buddy = BuddyAllocator::new(MEMORY / 4096);
+    let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4));
+    p.reserve(&mut buddy).unwrap();
+    // Eight pages fill set 9; RestSeg walks translate all of them but the fifth.
+    let pfns: Vec<Pfn> = (0..8)
+        .map(|i| {
+            p.frame(&mut buddy, 1, vpn_in(&seg, 9, i), PageSize::Size4K)
+                .unwrap()
+        })
+        .collect();
+    for (i, &pfn) in pfns.iter().enumerate() {
+        if i != 4 {
+            p.side_hit(pfn);
+        }
+    }
+    // The ninth page evicts the one without an accessed bit, whatever its insertion RRPV.
+    let pfn = p
+        .frame(&mut buddy, 1, vpn_in(&seg, 9, 8), PageSize::Size4K)
+        .unwrap();
+    let ev = p.take_evictions();
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0].from, pfns[4]);
+    assert_eq!(pfn, pfns[4]);
 }
