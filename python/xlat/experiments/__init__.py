@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     utopia_eval,
     utopia_fig6,
     utopia_fig17,
+    utopia_tar_cache,
 )
 from .registry import (
     SCALES,
