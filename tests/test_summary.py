@@ -78,6 +78,9 @@ def test_zero_walks_have_no_shares() -> None:
     text = format_summary(stats)
     served = [line for line in text.splitlines() if "served by" in line]
     assert all("%" not in line for line in served)
+    # The engine reports 0.0 cycles for the average of no walks: undefined, so n/a.
+    [latency] = [line for line in text.splitlines() if "avg walk latency" in line]
+    assert latency.split()[-1] == "n/a", latency
 
 
 def test_custom_title() -> None:

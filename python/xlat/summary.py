@@ -96,7 +96,10 @@ def format_summary(stats: Mapping[str, Any], title: str | None = None) -> str:
     lines.append(_line("L1 TLB MPKI", _fmt_float(s.get("l1tlb_mpki"), 2)))
     lines.append(_line("L2 TLB MPKI", _fmt_float(s.get("l2tlb_mpki"), 2)))
     lines.append(_line("page walks", _fmt_int(s.get("walks"))))
-    latency = _fmt_float(s.get("avg_walk_latency"), 1)
+    # With no page walks the engine's average is 0.0 by convention; it is undefined, not zero
+    # (a Utopia run whose RestSeg walks resolve every L2 TLB miss walks no page table).
+    no_walks = _number(s.get("walks")) == 0
+    latency = _NA if no_walks else _fmt_float(s.get("avg_walk_latency"), 1)
     lines.append(_line("avg walk latency", latency, "cycles" if latency != _NA else ""))
 
     counts = [_number(s.get(key)) for _, key in _WALK_LEVELS]
