@@ -65,6 +65,42 @@ def test_run_verify_and_out(run_cli, tmp_path: Path) -> None:
     assert f"verified {checked:,} translations" in " ".join(summary.split())
 
 
+@pytest.mark.parametrize("preset", ["baseline-radix", "ecpt", "mehpt", "rmm", "utopia"])
+def test_verify_catches_an_injected_wrong_translation(run_cli, preset: str) -> None:
+    # The self-test of --verify: after 1000 checked translations the scheme's own structures
+    # are corrupted for the next page; the run must stop there with the check's message.
+    err = _usage_error(
+        run_cli(
+            "run",
+            "-c",
+            preset,
+            *TINY_GUPS_ARGS,
+            "--verify",
+            "--set",
+            "sim.verify_inject_after=1000",
+        )
+    )
+    scheme = tomllib.loads(_ok(run_cli("config", "-c", preset)))["scheme"]
+    assert err.startswith("xlat: error: at record "), err
+    for part in [
+        f"translation check failed: {scheme}: VirtAddr(0x",
+        "(vpn 0x",
+        "of pid 0: MMU gave PhysAddr(0x",
+        ", OS maps it to PhysAddr(0x",
+        "(its entry was corrupted on purpose by sim.verify_inject_after)",
+    ]:
+        assert part in err, (part, err)
+    # The same run without the injection passes.
+    stats = json.loads(_ok(run_cli("run", "-c", preset, *TINY_GUPS_ARGS, "--verify", "--json")))
+    assert stats["verify"]["translations_checked"] == 50_000
+
+
+def test_verify_injection_without_verify_is_a_config_error(run_cli) -> None:
+    err = _usage_error(run_cli("run", *TINY_GUPS_ARGS, "--set", "sim.verify_inject_after=1000"))
+    assert "config error at `sim.verify_inject_after`" in err
+    assert "sim.verify = true (--verify)" in err
+
+
 def test_unknown_key_is_exit_2_without_traceback(run_cli) -> None:
     err = _usage_error(run_cli("run", *TINY_GUPS_ARGS, "--set", "mmu.l2tlb.nosuchkey=1"))
     assert "nosuchkey" in err

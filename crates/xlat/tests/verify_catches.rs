@@ -1,107 +1,142 @@
-//! `--verify` catches a wrong translation whatever structure produced it: for every scheme with
-//! a translation structure in simulated memory, the entries that map one page (a radix PTE, a
-//! hashed-table PTE, an RMM range's offset; a POM-TLB fills from the PTE; a Utopia TAR tag,
-//! moved to the next way of its set) are corrupted to name another frame, the page's cached
-//! translations are shot down, and the next access must fail the check instead of running on
-//! with a wrong frame.
+//! `--verify` catches a wrong translation whatever structure produced it. The engine's
+//! self-test of the check, `sim.verify_inject_after = N`, corrupts, through the scheme's own
+//! page-table organisation (`PageTable::corrupt`), the entries that translate one page (a
+//! radix PTE, a hashed-table PTE, an RMM range's offset and PTE; a POM-TLB fills from the PTE;
+//! a Utopia TAR tag, moved to the next way of its set) and shoots the page down, so that the
+//! next access must fail the check instead of running on with a wrong frame. For every preset
+//! it must, with a message naming the scheme, the address, its page and both physical
+//! addresses; and without the injection the same run passes.
 
-use xlat::addr::{PageSize, Pfn, VirtAddr, Vpn};
+#[path = "common/sim.rs"]
+#[allow(dead_code)]
+mod sim;
+
+use xlat::addr::{PageSize, PhysAddr, VirtAddr};
 use xlat::os::MapKind;
 use xlat::{SimConfig, Simulation};
 
-/// Physical-address bits of an x86-64-style entry.
-const ADDR_MASK: u64 = 0x000f_ffff_ffff_f000;
-
-/// Points every present entry that maps `vpn` to `pfn` (by frame, or by a range's offset from
-/// the page number) at a frame two away; returns how many it changed.
-fn corrupt_mapping(sim: &mut Simulation, vpn: Vpn, pfn: Pfn) -> usize {
-    let offset = pfn.0.wrapping_sub(vpn.0);
-    let mut changed = 0;
-    for w in sim.translation_memory().words_mut() {
-        let present = *w & 0xfff != 0;
-        let frame = (*w & ADDR_MASK) >> 12;
-        let range_offset = (((*w & !0xfff) as i64) >> 12) as u64;
-        if present && (frame == pfn.0 || range_offset == offset) {
-            *w ^= 2 << 12;
-            changed += 1;
-        }
-    }
-    changed
+/// Presets whose MMU reads translation structures (`perfect-tlb` reads the OS's own mapping).
+fn presets_with_structures() -> Vec<&'static str> {
+    let all = xlat::config::presets::names();
+    assert!(all.contains(&"perfect-tlb"));
+    all.into_iter().filter(|p| *p != "perfect-tlb").collect()
 }
 
-/// Moves the Utopia TAR entry of `vpn` in the 4 KiB RestSeg to the neighbouring way of its
-/// set (the two 4-byte entries of its word swap), so the RestSeg walk finds the page in the
-/// wrong slot; returns how many entries it moved.
-fn corrupt_tar(sim: &mut Simulation, cfg: &SimConfig, vpn: Vpn) -> usize {
-    let layout =
-        xlat::schemes::utopia::restseg::Layout::new(&cfg.schemes.utopia, cfg.os.physmem.bytes, 48)
-            .unwrap();
-    let seg = layout
-        .segs
-        .iter()
-        .find(|s| s.page == PageSize::Size4K)
-        .unwrap();
-    assert_eq!(seg.entry_bytes, 4);
-    let (_, tag) = seg.index(vpn);
-    let entry = seg.tar_value(tag);
-    let mut changed = 0;
-    for w in sim.translation_memory().words_mut() {
-        let (lo, hi) = (*w & 0xffff_ffff, *w >> 32);
-        if lo == entry || hi == entry {
-            *w = (lo << 32) | hi;
-            changed += 1;
-        }
-    }
-    changed
+fn load(preset: &str, extra: &[&str]) -> xlat::Result<SimConfig> {
+    let mut ov: Vec<String> = vec![
+        "os.physmem.bytes=2147483648".into(),
+        "os.physmem.fragmentation=0.0".into(),
+        "workload.table_bytes=67108864".into(),
+    ];
+    ov.extend(extra.iter().map(|s| s.to_string()));
+    SimConfig::load(preset, &ov)
 }
 
 #[test]
-fn verify_reports_a_corrupted_entry_in_every_scheme() {
-    for preset in xlat::config::presets::names() {
-        if preset == "perfect-tlb" {
-            continue; // translates from the OS's own mapping: no structure to corrupt
-        }
-        let cfg = SimConfig::load(
-            preset,
-            &[
-                "os.physmem.bytes=2147483648".into(),
-                "os.physmem.fragmentation=0.0".into(),
-                "sim.verify=true".into(),
-                "workload.table_bytes=67108864".into(),
-            ],
-        )
-        .unwrap();
-        let mut sim = Simulation::new(cfg.clone()).unwrap();
+fn verify_reports_an_injected_corruption_in_every_scheme() {
+    for preset in presets_with_structures() {
+        let cfg = load(preset, &["sim.verify=true", "sim.verify_inject_after=1"]).unwrap();
+        let scheme = cfg.scheme.clone();
+        let mut sim = Simulation::new(cfg).unwrap();
         let pid = 0;
         let va = sim
             .address_spaces()
             .mmap(pid, 1 << 20, MapKind::Anon)
             .unwrap();
         let rec = xlat::trace::Record {
-            vaddr: VirtAddr(va.0 + 0x3000),
+            vaddr: VirtAddr(va.0 + 0x3abc),
             pid,
             size: 8,
             ..Default::default()
         };
+        // The first access faults the page in and is checked; the second corrupts its
+        // entries, walks them, and must fail the check.
         sim.step(&rec).unwrap();
         let (pfn, size) = sim
             .truth(pid, rec.vaddr)
             .expect("mapped by the first access");
         assert_eq!(size, PageSize::Size4K, "{preset}");
-        let vpn = rec.vaddr.vpn();
-        let changed = if cfg.scheme == "utopia" {
-            corrupt_tar(&mut sim, &cfg, vpn)
-        } else {
-            corrupt_mapping(&mut sim, vpn, pfn)
-        };
-        assert!(changed > 0, "{preset}: nothing maps the page");
-        // Untouched, the cached translation is still right.
-        sim.step(&rec).unwrap();
-        sim.shootdown(pid, &[(vpn, PageSize::Size4K)]);
+        let want = PhysAddr(pfn.addr().0 + 0xabc);
         let e = sim.step(&rec).unwrap_err().to_string();
+        let vpn = rec.vaddr.vpn().0;
+        for part in [
+            "translation check failed: ".to_string(),
+            format!("{scheme}: "),
+            format!("{:?}", rec.vaddr),
+            format!("(vpn {vpn:#x})"),
+            "MMU gave PhysAddr(".to_string(),
+            format!("OS maps it to {want:?}"),
+            "corrupted on purpose by sim.verify_inject_after".to_string(),
+        ] {
+            assert!(e.contains(&part), "{preset}: `{part}` not in: {e}");
+        }
+        // A radix-like leaf names the page two pages on; a RestSeg page of Utopia (the first
+        // page of a process lands in one) is found in the next way's slot instead.
+        let two_on = format!("MMU gave {:?}", PhysAddr(want.0 + 2 * 4096));
+        assert_eq!(e.contains(&two_on), scheme != "utopia", "{preset}: {e}");
+        // The OS's mapping is untouched: only the translation structures lie.
+        assert_eq!(sim.truth(pid, rec.vaddr), Some((pfn, size)), "{preset}");
+    }
+}
+
+#[test]
+fn an_injected_run_fails_verify_and_the_same_run_without_passes() {
+    let refs = 20_000;
+    for preset in presets_with_structures() {
+        let extra = |inject: bool| {
+            let mut e = vec![
+                "sim.verify=true".to_string(),
+                format!("workload.table_bytes={}", 64 * sim::MIB),
+            ];
+            if inject {
+                e.push("sim.verify_inject_after=5000".into());
+            }
+            e
+        };
+        let clean = sim::run(sim::cfg(preset, "gups", refs, &extra(false)));
+        assert_eq!(
+            sim::u(&clean, "verify.translations_checked"),
+            refs,
+            "{preset}"
+        );
+
+        let cfg = sim::cfg(preset, "gups", refs, &extra(true));
+        let scheme = cfg.scheme.clone();
+        let e = Simulation::new(cfg)
+            .and_then(|mut s| s.run(&mut |_, _| Ok(())))
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
         assert!(
-            e.contains("translation check failed") && e.contains(&format!("{:#x}", rec.vaddr.0)),
+            e.starts_with("at record ")
+                && e.contains(&format!("translation check failed: {scheme}: "))
+                && e.contains("on purpose"),
             "{preset}: {e}"
         );
     }
+}
+
+#[test]
+fn injection_needs_verify_and_a_structure_to_corrupt() {
+    let e = load("baseline-radix", &["sim.verify_inject_after=10"])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`sim.verify_inject_after`") && e.contains("sim.verify = true"),
+        "{e}"
+    );
+    let cfg = load(
+        "perfect-tlb",
+        &["sim.verify=true", "sim.verify_inject_after=10"],
+    )
+    .unwrap();
+    let e = Simulation::new(cfg).map(|_| ()).unwrap_err().to_string();
+    assert!(
+        e.contains("`sim.verify_inject_after`") && e.contains("perfect-tlb"),
+        "{e}"
+    );
+    // Off by default, and left out of the resolved config then.
+    let cfg = load("baseline-radix", &[]).unwrap();
+    assert_eq!(cfg.sim.verify_inject_after, 0);
+    assert!(!cfg.to_toml().contains("verify_inject_after"));
 }

@@ -532,6 +532,19 @@ impl<T: PageTable> Os<T> {
         self.processes.get(pid as usize)?.truth(va)
     }
 
+    /// Fault injection, the self-test of `--verify` (`sim.verify_inject_after`): corrupt the
+    /// entries of `pid`'s table that translate the page at `va` (see
+    /// [`PageTable::corrupt`]); the ground truth stays as it was. Returns the page, to be
+    /// shot down, or `None` if `va` is not mapped now.
+    #[cold]
+    pub fn corrupt_mapping(&mut self, pid: u16, va: VirtAddr) -> Option<(Vpn, PageSize)> {
+        let (_, size) = self.truth(pid, va)?;
+        let vpn = va.vpn().align_down(size);
+        let p = self.processes.get(pid as usize)?;
+        p.pt.corrupt(&mut self.store, vpn, size)
+            .then_some((vpn, size))
+    }
+
     /// Page-table bytes over all processes.
     pub fn pt_bytes(&self) -> u64 {
         self.processes.iter().map(|p| p.pt.bytes()).sum()

@@ -65,4 +65,17 @@ pub trait PageTable: Send {
     fn va_bits(&self) -> u32 {
         48
     }
+    /// Fault injection, the self-test of `--verify` (`sim.verify_inject_after`): rewrite the
+    /// entries in `store` that a walk (or the organisation's own side path) reads to translate
+    /// the `size` page at `vpn` (aligned to `size`), so that they name another frame
+    /// ([`misdirected`]) or the page's entry another slot. Returns whether the table mapped the
+    /// page (nothing is written otherwise). Every organisation implements it, so that a
+    /// researcher can check that `--verify` catches a wrong translation of a new scheme.
+    fn corrupt(&self, store: &mut store::PtStore, vpn: Vpn, size: PageSize) -> bool;
+}
+
+/// The frame a corrupted entry (see [`PageTable::corrupt`]) names instead of `pfn`, the first
+/// frame of a `size` page: the page two pages of its size further on.
+pub fn misdirected(pfn: Pfn, size: PageSize) -> Pfn {
+    Pfn(pfn.0 + 2 * size.base_pages())
 }

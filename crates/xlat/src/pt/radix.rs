@@ -159,6 +159,17 @@ impl PageTable for RadixPageTable {
         self.table_frames * 4096
     }
 
+    /// Points the page's leaf entry (PTE, or PD/PDPT entry of a huge page) at another frame.
+    fn corrupt(&self, store: &mut super::store::PtStore, vpn: Vpn, _size: PageSize) -> bool {
+        let Some((at, size)) = self.leaf(store, vpn.addr()) else {
+            return false;
+        };
+        let e = store.read(at);
+        let wrong = super::misdirected(entry_frame(e), size);
+        store.write(at, (e & !ADDR_MASK) | wrong.addr().0);
+        true
+    }
+
     fn va_bits(&self) -> u32 {
         if self.levels == 5 {
             57

@@ -122,23 +122,6 @@ impl PtStore {
         self.write(addr, word | (value & mask) << (bit % 64));
     }
 
-    /// Every word of every frame holding table contents, for fault-injection tests: what a
-    /// corrupted entry makes the MMU do is what `--verify` must catch.
-    pub fn words_mut(&mut self) -> impl Iterator<Item = &mut u64> + '_ {
-        let live: Vec<bool> = {
-            let mut live = vec![false; self.frames.len()];
-            for &slot in self.slot_of.iter().filter(|&&s| s != 0) {
-                live[slot as usize - 1] = true;
-            }
-            live
-        };
-        self.frames
-            .iter_mut()
-            .zip(live)
-            .filter(|(_, live)| *live)
-            .flat_map(|(frame, _)| frame.iter_mut())
-    }
-
     /// Frames holding table contents now.
     pub fn frames(&self) -> u64 {
         self.live

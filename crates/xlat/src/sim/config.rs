@@ -62,6 +62,14 @@ pub struct RunConfig {
     pub epoch_instructions: u64,
     /// Check every translation against the OS's ground-truth mapping.
     pub verify: bool,
+    /// Self-test of `verify` (0 = off): once this many translations have been checked, the
+    /// entries the next translated page's walk reads are corrupted in the scheme's own
+    /// structures (a radix PTE, a hashed-table PTE, an RMM range, a Utopia TAR tag) and its
+    /// cached translations shot down, so that the check must fail on that access. Needs
+    /// `verify = true`; a scheme that translates from the OS's own mapping (`perfect-tlb`)
+    /// has nothing to corrupt.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verify_inject_after: u64,
     /// Stop after this many instructions (0 = run the whole workload/trace), counted over
     /// all cores, as warm-up and epochs are.
     pub max_instructions: u64,
@@ -71,6 +79,10 @@ pub struct RunConfig {
     /// `mix`, each on its own core.
     #[serde(default = "one_core")]
     pub cores: u32,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn one_core() -> u32 {
@@ -201,6 +213,13 @@ impl Validate for SimConfig {
             return Err(Error::config(
                 "sim.cores",
                 format!("must be 1 to {MAX_CORES}, got {}", self.sim.cores),
+            ));
+        }
+        if self.sim.verify_inject_after > 0 && !self.sim.verify {
+            return Err(Error::config(
+                "sim.verify_inject_after",
+                "injects a wrong translation for verify to catch: it needs sim.verify = true \
+                 (--verify)",
             ));
         }
         self.os.validate("os")?;

@@ -28,7 +28,6 @@ trait Engine {
         pid: u16,
         va: crate::addr::VirtAddr,
     ) -> Option<(crate::addr::Pfn, crate::addr::PageSize)>;
-    fn translation_memory(&mut self) -> &mut crate::pt::store::PtStore;
 }
 
 impl<S: Scheme> Engine for System<S> {
@@ -56,9 +55,6 @@ impl<S: Scheme> Engine for System<S> {
         va: crate::addr::VirtAddr,
     ) -> Option<(crate::addr::Pfn, crate::addr::PageSize)> {
         self.os.truth(pid, va)
-    }
-    fn translation_memory(&mut self) -> &mut crate::pt::store::PtStore {
-        &mut self.os.store
     }
 }
 
@@ -164,11 +160,5 @@ impl Simulation {
         va: crate::addr::VirtAddr,
     ) -> Option<(crate::addr::Pfn, crate::addr::PageSize)> {
         self.engine.truth(pid, va)
-    }
-
-    /// The simulated memory holding every translation structure (page tables, range tables,
-    /// in-memory TLBs), writable for fault-injection tests.
-    pub fn translation_memory(&mut self) -> &mut crate::pt::store::PtStore {
-        self.engine.translation_memory()
     }
 }

@@ -193,6 +193,21 @@ impl ElasticTable {
         line.pte(word_of(vpn, self.size))
     }
 
+    /// Fault injection ([`crate::pt::PageTable::corrupt`]): point the PTE of the page at `vpn`
+    /// in its stored line at another frame. Returns whether the table maps the page.
+    pub fn corrupt(&self, store: &mut PtStore, l2p: &L2pTable, vpn: Vpn) -> bool {
+        let word = word_of(vpn, self.size);
+        let Some((_, addr, mut line)) = self.find(store, l2p, cluster_of(vpn, self.size)) else {
+            return false;
+        };
+        let Some(pfn) = line.pte(word) else {
+            return false;
+        };
+        line.set_pte(word, Some(crate::pt::misdirected(pfn, self.size)));
+        line.write(store, addr);
+        true
+    }
+
     /// The W lines a hardware walk probes in parallel for `vpn` in the current resize state;
     /// returns how many were written to `out` (at most `out.len()`).
     pub fn probe(&self, store: &PtStore, l2p: &L2pTable, vpn: Vpn, out: &mut [ProbeLine]) -> usize {

@@ -321,6 +321,13 @@ impl PageTable for HashedPageTable {
         Some(pfn)
     }
 
+    /// Points the page's PTE in its line at another frame. The CWT keeps naming the right
+    /// way: the walk reads the line and takes the wrong frame from it.
+    fn corrupt(&self, store: &mut PtStore, vpn: Vpn, size: PageSize) -> bool {
+        self.table(size)
+            .is_some_and(|t| t.corrupt(store, &self.l2p, vpn.align_down(size)))
+    }
+
     fn take_alloc_cycles(&mut self) -> u64 {
         HashedPageTable::take_alloc_cycles(self)
     }

@@ -278,6 +278,21 @@ impl RangeTable {
         found.map(|(r, _)| r).filter(|r| r.contains(vpn))
     }
 
+    /// Fault injection ([`crate::pt::PageTable::corrupt`]): shift the range containing `vpn`
+    /// two frames on, so that each of its pages translates to the wrong frame. Returns whether
+    /// a range contains `vpn`.
+    pub fn corrupt(&self, store: &mut PtStore, vpn: u64) -> bool {
+        match self.search(store, vpn, &mut |_| {}) {
+            Some((r, slot)) if r.contains(vpn) => {
+                let wrong = crate::pt::misdirected(r.frame(vpn), crate::addr::PageSize::Size4K);
+                let offset = wrong.0.wrapping_sub(vpn);
+                self.set(store, slot, Range { offset, ..r });
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn set(&self, store: &mut PtStore, slot: Slot, r: Range) {
         for (j, w) in r.encode().into_iter().enumerate() {
             store.write(word(slot.node, entry_word(slot.index) + j), w);

@@ -51,6 +51,14 @@ impl PageTable for RmmTable {
         Some(serde_json::json!({ "range_table": s }))
     }
 
+    /// Corrupts both translations of the page: its radix leaf (page walks) and the offset of
+    /// the range covering it (range-table walks), so whichever path translates it is wrong.
+    fn corrupt(&self, store: &mut crate::pt::store::PtStore, vpn: Vpn, size: PageSize) -> bool {
+        let leaf = self.radix.corrupt(store, vpn, size);
+        let range = self.ranges.corrupt(store, vpn.0);
+        leaf || range
+    }
+
     fn va_bits(&self) -> u32 {
         self.radix.va_bits()
     }

@@ -233,6 +233,29 @@ impl PageTable for UtopiaTable {
         Some(serde_json::json!({ "restsegs": segs }))
     }
 
+    /// A page in a RestSeg: its TAR entry trades places with the next way's of its set, so the
+    /// RestSeg walk finds the page in the wrong slot (the SF, which counts valid ways, stays
+    /// right). A page in the FlexSeg: its radix leaf names another frame.
+    fn corrupt(&self, store: &mut PtStore, vpn: Vpn, size: PageSize) -> bool {
+        for ps in self.segs.iter().filter(|ps| ps.seg.page == size) {
+            let (set, tag) = ps.seg.index(vpn);
+            if let Some(way) = ps.find(store, set, tag) {
+                let next = (way + 1) % ps.seg.ways;
+                if next == way {
+                    return false; // one way: no other slot to move the page to
+                }
+                let (mine, theirs) = (
+                    ps.tar_entry(store, set, way),
+                    ps.tar_entry(store, set, next),
+                );
+                ps.set_tar_entry(store, set, way, theirs);
+                ps.set_tar_entry(store, set, next, mine);
+                return true;
+            }
+        }
+        self.radix.corrupt(store, vpn, size)
+    }
+
     fn va_bits(&self) -> u32 {
         self.radix.va_bits()
     }

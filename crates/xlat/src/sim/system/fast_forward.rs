@@ -121,6 +121,9 @@ impl<S: Scheme> System<S> {
         let c = rec.core as usize % self.cores.len();
         self.mem.set_core(c);
         let now = self.ff_clock;
+        if self.verified >= self.inject_at {
+            self.inject(rec);
+        }
         let t = match self.cores[c].mmu.translate(
             rec.vaddr,
             rec.pid,

@@ -113,6 +113,11 @@ pub struct System<S: Scheme> {
     next_epoch: u64,
     epochs: Vec<EpochSample>,
     verified: u64,
+    /// `sim.verify_inject_after`: the number of checked translations after which the next
+    /// translated page's entries are corrupted (`u64::MAX`: off, or done).
+    inject_at: u64,
+    /// The page corrupted on purpose, once it is (the check's message says so).
+    injected: Option<(u16, Vpn)>,
     ipi: IpiCounters,
     barriers: BarrierCounters,
     /// What the run skipped functionally before the detailed simulation.
@@ -183,6 +188,17 @@ impl<S: Scheme> System<S> {
         let source = make_source(&mut os)?;
         let ctx = build_ctx(&cfg);
         let n = cfg.sim.cores as usize;
+        let inject_after = cfg.sim.verify_inject_after;
+        if inject_after > 0 && <S::Mmu as MmuScheme>::PERFECT {
+            return Err(Error::config(
+                "sim.verify_inject_after",
+                format!(
+                    "scheme `{}` translates from the OS's own mapping: it has no structure \
+                     to corrupt",
+                    cfg.scheme
+                ),
+            ));
+        }
         let shared = S::shared(&ctx, &mut os.buddy)?;
         let mut cores = Vec::with_capacity(n);
         for _ in 0..n {
@@ -207,6 +223,12 @@ impl<S: Scheme> System<S> {
             next_epoch: cfg.sim.epoch_instructions,
             epochs: Vec::new(),
             verified: 0,
+            inject_at: if inject_after > 0 {
+                inject_after
+            } else {
+                u64::MAX
+            },
+            injected: None,
             ipi: IpiCounters::default(),
             barriers: BarrierCounters::default(),
             skipped: FastForwardSnapshot::default(),
@@ -239,6 +261,10 @@ impl<S: Scheme> System<S> {
             .core
             .issue_memory(rec.dep, rec.core, store, rec.joins_previous());
         self.mem.core_clock(c, unit.core.now());
+        if self.verified >= self.inject_at {
+            self.inject(rec);
+        }
+        let unit = &mut self.cores[c];
         let t = match unit.mmu.translate(
             rec.vaddr,
             rec.pid,
@@ -385,21 +411,46 @@ impl<S: Scheme> System<S> {
     }
 
     fn verify(&mut self, rec: &Record, got: crate::addr::PhysAddr) -> Result<()> {
+        let scheme = &self.cfg.scheme;
         let truth = self.os.truth(rec.pid, rec.vaddr).ok_or_else(|| {
             Error::Verify(format!(
-                "{:?} of pid {} translated but the OS has no mapping",
+                "{scheme}: {:?} of pid {} translated but the OS has no mapping",
                 rec.vaddr, rec.pid
             ))
         })?;
         let want = crate::addr::translate(rec.vaddr, truth.0, truth.1);
         if want != got {
+            let vpn = rec.vaddr.vpn();
+            let injected = if self.injected == Some((rec.pid, vpn.align_down(truth.1))) {
+                " (its entry was corrupted on purpose by sim.verify_inject_after)"
+            } else {
+                ""
+            };
             return Err(Error::Verify(format!(
-                "{:?} of pid {}: MMU gave {got:?}, OS maps it to {want:?}",
-                rec.vaddr, rec.pid
+                "{scheme}: {:?} (vpn {:#x}) of pid {}: MMU gave {got:?}, OS maps it to \
+                 {want:?}{injected}",
+                rec.vaddr, vpn.0, rec.pid
             )));
         }
         self.verified += 1;
         Ok(())
+    }
+
+    /// `sim.verify_inject_after`: corrupt the entries that translate `rec`'s page in the
+    /// scheme's own structures, and shoot the page down on every core so that its next
+    /// translation reads them. A page not mapped yet is left alone; the next record's is
+    /// tried instead.
+    #[cold]
+    fn inject(&mut self, rec: &Record) {
+        let Some((vpn, size)) = self.os.corrupt_mapping(rec.pid, rec.vaddr) else {
+            return;
+        };
+        for unit in &mut self.cores {
+            unit.mmu
+                .shootdown(rec.pid, &[(vpn, size)], &mut self.shared);
+        }
+        self.inject_at = u64::MAX;
+        self.injected = Some((rec.pid, vpn));
     }
 
     fn end_warmup(&mut self) {
