@@ -95,7 +95,13 @@ pub struct SetAssoc<V> {
     /// LRU: last-use stamp per slot. SRRIP: RRPV per slot (in the low byte).
     age: Vec<u64>,
     clock: u64,
+    /// The slot the last lookup or probe hit (or the last fill filled), as `(set, tag, slot)`;
+    /// `NO_MRU` when the array has changed otherwise since. See [`SetAssoc::mru_hit`].
+    mru: (usize, u64, usize),
 }
+
+/// No memorised slot: no set is numbered `usize::MAX`.
+const NO_MRU: (usize, u64, usize) = (usize::MAX, INVALID, usize::MAX);
 
 impl<V: Copy + Default> SetAssoc<V> {
     /// `sets` must be a power of two and `ways` non-zero; config validation guarantees both.
@@ -116,6 +122,7 @@ impl<V: Copy + Default> SetAssoc<V> {
                 sets * ways
             ],
             clock: 0,
+            mru: NO_MRU,
         }
     }
 
@@ -149,6 +156,35 @@ impl<V: Copy + Default> SetAssoc<V> {
         }
     }
 
+    /// The slot of a hit on `tag` in `set` if it is the slot the last lookup or probe hit (or
+    /// the last fill filled) and nothing else has changed the array since: a repeated access
+    /// to the same page (TLB) or line (cache), most accesses of a sequential stream. Such a
+    /// hit needs no search, and no replacement update, because the update would change
+    /// nothing: under LRU the slot already holds the newest stamp of the whole array (a new
+    /// stamp would be larger, but no other stamp lies between the two, so every comparison
+    /// of stamps, which is all a victim choice reads, comes out the same); under SRRIP its
+    /// RRPV is already 0. A search would find the same slot (the first holding `tag`): every
+    /// other change of the tags or ages forgets the slot ([`SetAssoc::forget_mru`]).
+    #[inline(always)]
+    fn mru_hit(&self, set: usize, tag: u64) -> Option<usize> {
+        let (s, t, slot) = self.mru;
+        (s == set && t == tag).then_some(slot)
+    }
+
+    /// A hit (or fill) of `tag` at `slot` of `set`: its replacement state is now as a
+    /// repeated hit would leave it, and a search for `tag` finds it first.
+    #[inline(always)]
+    fn remember(&mut self, set: usize, tag: u64, slot: usize) {
+        self.mru = (set, tag, slot);
+    }
+
+    /// Tags or ages changed other than by a hit: the memorised slot may no longer be what a
+    /// search finds, or a hit on it may change replacement state.
+    #[inline(always)]
+    fn forget_mru(&mut self) {
+        self.mru = NO_MRU;
+    }
+
     /// The slot of `set` holding `tag` with a value for which `pred` holds (structures whose
     /// entries share tags and are told apart by their contents, such as a range TLB).
     #[inline(always)]
@@ -160,8 +196,12 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// Look `tag` up in `set`; a hit updates replacement state and returns the value.
     #[inline]
     pub fn lookup(&mut self, set: usize, tag: u64) -> Option<&mut V> {
+        if let Some(slot) = self.mru_hit(set, tag) {
+            return Some(&mut self.values[slot]);
+        }
         let slot = self.find(set, tag)?;
         self.touch(slot);
+        self.remember(set, tag, slot);
         Some(&mut self.values[slot])
     }
 
@@ -171,28 +211,27 @@ impl<V: Copy + Default> SetAssoc<V> {
     /// instead of once to search and again to choose the victim.
     #[inline]
     pub fn probe(&mut self, set: usize, tag: u64) -> Result<&mut V, Vacancy> {
-        if self.policy != Replacement::Lru {
-            // SRRIP ages the set while choosing its victim: only a fill may do that.
-            return match self.find(set, tag) {
-                Some(slot) => {
-                    self.touch(slot);
-                    Ok(&mut self.values[slot])
-                }
-                None => Err(Vacancy { set, slot: None }),
-            };
+        if let Some(slot) = self.mru_hit(set, tag) {
+            return Ok(&mut self.values[slot]);
         }
-        let base = set * self.ways;
-        let tags = &self.tags[base..base + self.ways];
-        let ages = &self.age[base..base + self.ways];
-        match with_set(tags, ages, |tags, ages| find_or_oldest(tags, ages, tag)) {
-            Ok(w) => {
-                self.touch(base + w);
-                Ok(&mut self.values[base + w])
+        let found = if self.policy != Replacement::Lru {
+            // SRRIP ages the set while choosing its victim: only a fill may do that.
+            self.find(set, tag).ok_or(None)
+        } else {
+            let base = set * self.ways;
+            let tags = &self.tags[base..base + self.ways];
+            let ages = &self.age[base..base + self.ways];
+            with_set(tags, ages, |tags, ages| find_or_oldest(tags, ages, tag))
+                .map(|w| base + w)
+                .map_err(|victim| Some(base + victim))
+        };
+        match found {
+            Ok(slot) => {
+                self.touch(slot);
+                self.remember(set, tag, slot);
+                Ok(&mut self.values[slot])
             }
-            Err(victim) => Err(Vacancy {
-                set,
-                slot: Some(base + victim),
-            }),
+            Err(slot) => Err(Vacancy { set, slot }),
         }
     }
 
@@ -204,7 +243,13 @@ impl<V: Copy + Default> SetAssoc<V> {
         debug_assert!(self.find(at.set, tag).is_none());
         debug_assert!(at.slot.is_none_or(|s| s == self.victim(at.set)));
         let slot = at.slot.unwrap_or_else(|| self.victim(at.set));
-        self.put(slot, tag, value)
+        let evicted = self.put(slot, tag, value);
+        if self.policy == Replacement::Lru {
+            // The probe missed, so this is the only slot holding `tag`, and under LRU its
+            // stamp is the newest, as after a hit (under SRRIP a hit would still promote it).
+            self.remember(at.set, tag, slot);
+        }
+        evicted
     }
 
     /// [`SetAssoc::lookup`] of the first entry under `tag` whose value satisfies `pred`.
@@ -217,6 +262,8 @@ impl<V: Copy + Default> SetAssoc<V> {
     ) -> Option<&mut V> {
         let slot = self.find_where(set, tag, pred)?;
         self.touch(slot);
+        // Entries sharing a tag: a search for the tag alone might find another one.
+        self.forget_mru();
         Some(&mut self.values[slot])
     }
 
@@ -254,6 +301,7 @@ impl<V: Copy + Default> SetAssoc<V> {
                 base + with_set(ages, ages, |ages, _| oldest(ages))
             }
             Replacement::Srrip => loop {
+                self.forget_mru();
                 let ages = &mut self.age[base..base + self.ways];
                 if let Some(w) = ages.iter().position(|&a| a >= RRPV_MAX as u64) {
                     return base + w;
@@ -277,6 +325,7 @@ impl<V: Copy + Default> SetAssoc<V> {
         if let Some(slot) = self.find(set, tag) {
             self.values[slot] = value;
             self.touch(slot);
+            self.remember(set, tag, slot);
             return None;
         }
         self.insert_absent(set, tag, value)
@@ -303,6 +352,7 @@ impl<V: Copy + Default> SetAssoc<V> {
     fn put(&mut self, slot: usize, tag: u64, value: V) -> Option<(u64, V)> {
         debug_assert_ne!(tag, INVALID, "tag u64::MAX is reserved for empty slots");
         let evicted = (self.tags[slot] != INVALID).then(|| (self.tags[slot], self.values[slot]));
+        self.forget_mru();
         self.tags[slot] = tag;
         self.values[slot] = value;
         match self.policy {
@@ -316,6 +366,7 @@ impl<V: Copy + Default> SetAssoc<V> {
     pub fn invalidate(&mut self, set: usize, tag: u64) -> bool {
         match self.find(set, tag) {
             Some(slot) => {
+                self.forget_mru();
                 self.tags[slot] = INVALID;
                 self.age[slot] = self.empty_age();
                 true
@@ -329,6 +380,7 @@ impl<V: Copy + Default> SetAssoc<V> {
     pub fn invalidate_where_in(&mut self, set: usize, tag: u64, pred: impl Fn(&V) -> bool) -> bool {
         match self.find_where(set, tag, pred) {
             Some(slot) => {
+                self.forget_mru();
                 self.tags[slot] = INVALID;
                 self.age[slot] = self.empty_age();
                 true
@@ -339,6 +391,7 @@ impl<V: Copy + Default> SetAssoc<V> {
 
     /// Remove every entry for which `pred(tag, value)` holds; returns how many were removed.
     pub fn invalidate_where(&mut self, mut pred: impl FnMut(u64, &V) -> bool) -> usize {
+        self.forget_mru();
         let empty = self.empty_age();
         let mut n = 0;
         for ((t, v), a) in self.tags.iter_mut().zip(&self.values).zip(&mut self.age) {
@@ -352,6 +405,7 @@ impl<V: Copy + Default> SetAssoc<V> {
     }
 
     pub fn clear(&mut self) {
+        self.forget_mru();
         self.tags.fill(INVALID);
         let empty = self.empty_age();
         self.age.fill(empty);

@@ -4,9 +4,10 @@
 //! before the one `rob_size` older has retired. A memory instruction's address is ready at
 //! dispatch, or when the record it depends on (`dep`) completes; it completes after translation
 //! plus data latency (stores: after translation, the store buffer hides the rest). Retirement is
-//! in order. Non-memory instructions take one cycle and are accounted in bulk, so the cost per
-//! record is O(1) amortised, while overlapping independent misses (memory-level parallelism) and
-//! serialising dependent ones (pointer chasing) both fall out.
+//! in order. Non-memory instructions take one cycle and are accounted in bulk (the ROB keeps one
+//! retire bound per instruction, a memset over at most a ROB's worth per record), while
+//! overlapping independent misses (memory-level parallelism) and serialising dependent ones
+//! (pointer chasing) both fall out.
 //!
 //! An instruction with several memory operands is one record per operand, the later ones
 //! flagged [`Record::SAME_INSTRUCTION`](crate::trace::Record::SAME_INSTRUCTION): such an operand
@@ -58,10 +59,6 @@ impl crate::config::Validate for CoreConfig {
         Ok(())
     }
 }
-
-/// Entries that left the ROB window are dropped from its list once this many have
-/// accumulated: one move of the live entries (at most a ROB's worth) per this many records.
-const WINDOW_COMPACT: usize = 4096;
 
 /// Completion times of this many recent memory records are kept for `dep` lookups; a record
 /// further back has long retired.
@@ -132,12 +129,18 @@ pub struct Core {
     /// The instruction dispatched last is a memory instruction (a further operand may join
     /// it); false at the start and after non-memory instructions.
     last_was_memory: bool,
-    /// Memory instructions still possibly inside the ROB window: (instruction index, retire),
-    /// from `window[window_front]` on. The entries before it have left the window; they are
-    /// dropped in bulk ([`WINDOW_COMPACT`]), so the per-record work is a plain index step
-    /// where a `VecDeque` paid for its wrap-around on every access.
-    window: Vec<(u64, u64)>,
-    window_front: usize,
+    /// The retire bound of each of the last `rob + 1` instructions, a ring: for instruction
+    /// `k`, in slot `k % (rob + 1)`, the retire cycle of the newest memory instruction at or
+    /// before it (a non-memory instruction retires right behind it). `rob + 1` slots: the
+    /// instruction dispatching reads the slot of the one `rob` older, which is the slot the
+    /// instruction after it will take, so a ring of one slot per instruction is O(1) per
+    /// instruction, with no search.
+    retire_ring: Vec<u64>,
+    /// The slot of the next instruction to dispatch: `instr % (rob + 1)`.
+    ring_next: usize,
+    /// The retire bound of the newest memory instruction (0 before the first): what a
+    /// non-memory instruction's slot gets.
+    memory_retire: u64,
     /// Dependence history of the stream running now, and of the others, by stream number
     /// (several streams share a core when threads or programs outnumber cores). The running
     /// one is kept apart so the common case, one stream, pays no lookup.
@@ -194,8 +197,9 @@ impl Core {
             dispatch_slots_used: 0,
             last_retire: 0,
             last_was_memory: false,
-            window: Vec::with_capacity(rob as usize + 1 + WINDOW_COMPACT),
-            window_front: 0,
+            retire_ring: vec![0; rob as usize + 1],
+            ring_next: 0,
+            memory_retire: 0,
             deps: DepHistory::new(),
             stream: 0,
             others: Vec::new(),
@@ -251,18 +255,40 @@ impl Core {
         }
     }
 
-    /// A lower bound on when instruction `k` retires: the retirement of the newest memory
-    /// instruction at or before it (non-memory instructions retire right behind it).
-    fn retire_of(&mut self, k: u64) -> u64 {
-        let mut front = self.window_front;
-        while self.window.get(front + 1).is_some_and(|&(idx, _)| idx <= k) {
-            front += 1;
+    /// Enter `n` dispatching instructions in the retire ring. Returns a lower bound on when
+    /// the instruction `rob` older than the last of them retires (the retirement of the
+    /// newest memory instruction at or before it; 0 if there is none): the last one cannot
+    /// dispatch before.
+    #[inline(always)]
+    fn enter_ring(&mut self, n: u64) -> u64 {
+        let len = self.retire_ring.len();
+        let bound = self.memory_retire;
+        let first = self.ring_next;
+        // The slot of the instruction `rob` (= len - 1) older than the last new one is the
+        // slot after the new ones. A memory instruction's own slot is set when it completes.
+        if n == 1 {
+            // The common case, without a division (len >= 2: the ROB has an entry).
+            self.retire_ring[first] = bound;
+            self.ring_next = if first + 1 == len { 0 } else { first + 1 };
+            return self.retire_ring[self.ring_next];
         }
-        self.window_front = front;
-        match self.window.get(front) {
-            Some(&(idx, retire)) if idx <= k => retire,
-            _ => 0,
+        if n >= len as u64 {
+            // The instruction `rob` older is one of these non-memory ones (a memory
+            // instruction dispatches alone): it retires behind the newest memory instruction.
+            self.retire_ring.fill(bound);
+            self.ring_next = ((first as u64 + n) % len as u64) as usize;
+            return bound;
         }
+        // The new instructions take the `n` slots from `first` on, wrapping at most once.
+        let end = first + n as usize;
+        if end <= len {
+            self.retire_ring[first..end].fill(bound);
+        } else {
+            self.retire_ring[first..].fill(bound);
+            self.retire_ring[..end - len].fill(bound);
+        }
+        self.ring_next = if end >= len { end - len } else { end };
+        self.retire_ring[self.ring_next]
     }
 
     /// Dispatch `n` instructions in order; returns the dispatch cycle of the last.
@@ -285,10 +311,11 @@ impl Core {
                 (total - 1) % self.width + 1,
             )
         };
+        let older_retire = self.enter_ring(n);
         self.instr += n;
         let last = self.instr - 1;
         if last >= self.rob {
-            let free_at = self.retire_of(last - self.rob);
+            let free_at = older_retire;
             if free_at > cycle {
                 self.stats.rob_stall_cycles += free_at - cycle;
                 cycle = free_at;
@@ -301,7 +328,7 @@ impl Core {
     }
 
     /// Account `n` non-memory instructions (one cycle each).
-    #[inline]
+    #[inline(always)]
     pub fn non_memory(&mut self, n: u32) {
         if n > 0 {
             self.last_was_memory = false;
@@ -399,11 +426,13 @@ impl Core {
             self.stats.loads += 1;
         }
         self.last_retire = self.last_retire.max(complete);
-        if self.window_front >= WINDOW_COMPACT {
-            self.window.drain(..self.window_front);
-            self.window_front = 0;
-        }
-        self.window.push((self.instr - 1, self.last_retire));
+        // This instruction's slot in the retire ring: the one before the next.
+        let slot = match self.ring_next {
+            0 => self.retire_ring.len() - 1,
+            next => next - 1,
+        };
+        self.retire_ring[slot] = self.last_retire;
+        self.memory_retire = self.last_retire;
         if is_store {
             self.sq.retire_last(self.last_retire);
         } else {

@@ -83,7 +83,7 @@ pub struct MshrStats {
 /// line in flight hits, the line having been filled functionally at the first.
 struct Mshrs {
     registers: usize,
-    /// `(from, until)` of each miss holding a register, unordered.
+    /// `(from, until)` of each miss holding a register, in order of `until` (the release).
     held: Vec<(u64, u64)>,
     /// No access of this core is issued before this cycle (its dispatch clock), so intervals
     /// ending by then can never delay one again and are dropped.
@@ -106,20 +106,30 @@ impl Mshrs {
         if self.held.len() < self.registers {
             return 0;
         }
+        // In order of release, the intervals released by `t` are a prefix, skipped; among
+        // the rest, those begun by `t` hold a register then, and the first of them found is
+        // the earliest release; once `registers` are found the others cannot matter.
         let mut t = at;
+        let mut released = self.held.partition_point(|&(_, until)| until <= t);
         loop {
             let mut holding = 0;
             let mut first_release = u64::MAX;
-            for &(from, until) in &self.held {
-                if from <= t && t < until {
+            for &(from, until) in &self.held[released..] {
+                if from <= t {
+                    if holding == 0 {
+                        first_release = until;
+                    }
                     holding += 1;
-                    first_release = first_release.min(until);
+                    if holding == self.registers {
+                        break;
+                    }
                 }
             }
             if holding < self.registers {
                 return t - at;
             }
             t = first_release;
+            released += self.held[released..].partition_point(|&(_, until)| until <= t);
         }
     }
 
@@ -137,9 +147,12 @@ impl Mshrs {
                 self.held
                     .sort_unstable_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
                 self.held.truncate(self.registers);
+                self.held.reverse();
             }
         }
-        self.held.push((from, until));
+        // Misses mostly return in the order they are issued: this is nearly always the end.
+        let at = self.held.partition_point(|&(_, u)| u <= until);
+        self.held.insert(at, (from, until));
     }
 }
 
