@@ -8,7 +8,7 @@ use xlat::trace::{Op, Record};
 
 mod common;
 
-/// The five multi-threaded workloads at small sizes (4 threads unless overridden).
+/// The six multi-threaded workloads at small sizes (4 threads unless overridden).
 const WORKLOADS: &[(&str, &[&str])] = &[
     ("gups", &["table_bytes=1048576", "references=40000"]),
     // 4096 elements: equal chunks.
@@ -27,6 +27,7 @@ const WORKLOADS: &[(&str, &[&str])] = &[
             "references=100000",
         ],
     ),
+    ("cg", &["class=\"S\"", "references=100000"]),
 ];
 
 fn config(name: &str, keys: &[&str], threads: u32, seed: u64) -> xlat::SimConfig {

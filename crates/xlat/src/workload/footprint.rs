@@ -164,6 +164,9 @@ impl WorkloadConfig {
                 page(points * 48) + page(points * 16) + page(points * x.n_isotopes * 4)
             }
             WorkloadConfig::Kmer(k) => page(k.genome_bytes) + page(16 * k.slots()),
+            WorkloadConfig::Cg(c) => c.footprint()?,
+            WorkloadConfig::Canneal(c) => c.footprint()?,
+            WorkloadConfig::Streamcluster(c) => c.footprint()?,
             WorkloadConfig::Mix(m) => {
                 let mut sum = 0;
                 for member in &m.members {
@@ -186,10 +189,16 @@ impl WorkloadConfig {
             WorkloadConfig::Gups(_)
             | WorkloadConfig::Stream(_)
             | WorkloadConfig::SysbenchMem(_)
-            | WorkloadConfig::DlrmSls(_) => 1 << 20,
+            | WorkloadConfig::DlrmSls(_)
+            // CG: the matrix is implicit and no value steers the solver.
+            | WorkloadConfig::Cg(_) => 1 << 20,
             // The energies steer the binary searches: 16 bytes per grid point on the host (the
             // nuclide and the unionised energies), against 64 + 4 * n_isotopes simulated.
             WorkloadConfig::Xsbench(x) => 16 * x.n_isotopes * x.gridpoints + (1 << 20),
+            // Where each element is (steers acceptance): 4 bytes per element.
+            WorkloadConfig::Canneal(c) => 4 * c.elements()? + (1 << 20),
+            // A byte per coordinate of a block, and each point's state.
+            WorkloadConfig::Streamcluster(c) => c.host_bytes()?,
             // Keys and counts of the table (12 bytes a slot) and the packed genome.
             WorkloadConfig::Kmer(k) => 12 * k.slots() + k.genome_bytes + (1 << 20),
             WorkloadConfig::Mix(m) => {
@@ -300,6 +309,21 @@ impl WorkloadConfig {
                 k.genome_bytes = slots / 4;
                 k.table_slots = 0;
             }
+            WorkloadConfig::Cg(c) => {
+                if c.fit(bytes).is_none() {
+                    return Err(too_small(c.min_footprint().unwrap_or(0)));
+                }
+            }
+            WorkloadConfig::Canneal(c) => {
+                if c.fit(bytes).is_none() {
+                    return Err(too_small(super::CannealConfig::min_footprint()));
+                }
+            }
+            WorkloadConfig::Streamcluster(c) => {
+                if c.fit(bytes).is_none() {
+                    return Err(too_small(c.min_footprint().unwrap_or(0)));
+                }
+            }
             other => {
                 return Err(Error::config(
                     key,
@@ -361,6 +385,9 @@ mod tests {
             "dlrm-sls",
             "xsbench",
             "kmer",
+            "cg",
+            "canneal",
+            "streamcluster",
             "bfs",
             "pr",
             "cc",
@@ -401,6 +428,9 @@ mod tests {
             ("dlrm-sls", "64MiB"),
             ("xsbench", "64MiB"),
             ("kmer", "8MiB"),
+            ("cg", "4MiB"),
+            ("canneal", "4MiB"),
+            ("streamcluster", "8MiB"),
             ("bfs", "4MiB"),
             ("pr", "4MiB"),
             ("sssp", "4MiB"),

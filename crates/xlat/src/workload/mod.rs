@@ -9,6 +9,8 @@ mod bst;
 mod bst_ext;
 mod bst_int;
 mod btree;
+mod canneal;
+mod cg;
 pub mod dist;
 mod dlrm;
 pub mod emit;
@@ -25,6 +27,7 @@ mod mix;
 mod mummer;
 mod skiplist;
 mod stream;
+mod streamcluster;
 mod sysbench;
 #[cfg(test)]
 mod testutil;
@@ -32,6 +35,8 @@ mod turns;
 mod xsbench;
 
 pub use btree::BtreeConfig;
+pub use canneal::CannealConfig;
+pub use cg::CgConfig;
 pub use dlrm::DlrmConfig;
 pub use graph::{
     BcConfig, BfsConfig, CcConfig, DcConfig, DfsConfig, GcConfig, PrConfig, SsspConfig, TcConfig,
@@ -43,6 +48,7 @@ pub use kvstore::KvConfig;
 pub use mix::MixConfig;
 pub use mummer::MummerConfig;
 pub use stream::StreamConfig;
+pub use streamcluster::StreamclusterConfig;
 pub use sysbench::SysbenchConfig;
 pub use xsbench::XsbenchConfig;
 
@@ -84,6 +90,12 @@ pub enum WorkloadConfig {
     Dc(DcConfig),
     Dfs(DfsConfig),
     Gc(GcConfig),
+    /// NPB CG.
+    Cg(CgConfig),
+    /// PARSEC canneal.
+    Canneal(CannealConfig),
+    /// PARSEC streamcluster.
+    Streamcluster(StreamclusterConfig),
     /// A trace file in any supported format (`path`).
     Trace(TraceConfig),
 }
@@ -188,6 +200,18 @@ pub const WORKLOADS: &[(&str, &str)] = &[
         "gc",
         "GraphBIG greedy graph colouring (first fit) on a Kronecker graph",
     ),
+    (
+        "cg",
+        "NPB CG: conjugate gradient, sparse matrix-vector products over a CSR matrix",
+    ),
+    (
+        "canneal",
+        "PARSEC canneal: simulated-annealing placement of a netlist, pointer-chasing swaps",
+    ),
+    (
+        "streamcluster",
+        "PARSEC streamcluster: online k-median of a stream of 128-dimensional points",
+    ),
 ];
 
 impl WorkloadConfig {
@@ -216,6 +240,9 @@ impl WorkloadConfig {
             WorkloadConfig::Dc(_) => "dc",
             WorkloadConfig::Dfs(_) => "dfs",
             WorkloadConfig::Gc(_) => "gc",
+            WorkloadConfig::Cg(_) => "cg",
+            WorkloadConfig::Canneal(_) => "canneal",
+            WorkloadConfig::Streamcluster(_) => "streamcluster",
             WorkloadConfig::Trace(_) => "trace",
         }
     }
@@ -230,6 +257,7 @@ impl WorkloadConfig {
             WorkloadConfig::Xsbench(x) => x.threads,
             WorkloadConfig::Bfs(c) => c.threads,
             WorkloadConfig::Pr(c) => c.threads,
+            WorkloadConfig::Cg(c) => c.threads,
             WorkloadConfig::Mix(m) => m.members.len().try_into().unwrap_or(u32::MAX),
             _ => 1,
         }
@@ -260,6 +288,9 @@ impl WorkloadConfig {
             WorkloadConfig::Dc(c) => c.validate(path),
             WorkloadConfig::Dfs(c) => c.validate(path),
             WorkloadConfig::Gc(c) => c.validate(path),
+            WorkloadConfig::Cg(c) => c.validate(path),
+            WorkloadConfig::Canneal(c) => c.validate(path),
+            WorkloadConfig::Streamcluster(c) => c.validate(path),
             WorkloadConfig::Trace(t) if t.path.is_empty() => Err(Error::config(
                 format!("{path}.path"),
                 "must name a trace file",
@@ -317,6 +348,9 @@ pub(crate) fn build_into(
         WorkloadConfig::Dc(c) => Box::new(c.build(os, pid, seed)?),
         WorkloadConfig::Dfs(c) => Box::new(c.build(os, pid, seed)?),
         WorkloadConfig::Gc(c) => Box::new(c.build(os, pid, seed)?),
+        WorkloadConfig::Cg(c) => Box::new(cg::build(c, os, pid, seed)?),
+        WorkloadConfig::Canneal(c) => Box::new(canneal::build(c, os, pid, seed)?),
+        WorkloadConfig::Streamcluster(c) => Box::new(streamcluster::build(c, os, pid, seed)?),
         WorkloadConfig::Trace(t) => {
             os.map_everything(pid)?;
             crate::trace::open(Path::new(&t.path))?
