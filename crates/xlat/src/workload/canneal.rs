@@ -16,6 +16,7 @@
 //! offsets need no table).
 
 use super::emit::{Array, Emitter, SimHeap, Stop, ThreadedSource};
+use super::footprint::page_rounded;
 use super::index::mix64;
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
@@ -97,10 +98,6 @@ fn default_input() -> String {
     "native".into()
 }
 
-fn page(b: u64) -> u64 {
-    b.div_ceil(4096) * 4096
-}
-
 /// Grid cells for `n` elements: the smallest near-square grid holding them.
 fn grid(n: u64) -> (u64, u64) {
     let width = (n as f64).sqrt().ceil().max(1.0) as u64;
@@ -110,7 +107,7 @@ fn grid(n: u64) -> (u64, u64) {
 /// Bytes of a netlist of `n` elements.
 fn bytes_of(n: u64) -> u64 {
     let (w, h) = grid(n);
-    page(n * ELEM_BYTES) + page(n * MEAN_FANS * 8) + page(w * h * 8)
+    page_rounded(n * ELEM_BYTES) + page_rounded(n * MEAN_FANS * 8) + page_rounded(w * h * 8)
 }
 
 impl CannealConfig {

@@ -19,6 +19,7 @@
 //! needed by the next).
 
 use super::emit::{Array, Emitter, SimHeap, Stop, ThreadedSource};
+use super::footprint::page_rounded;
 use super::index::mix64;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
@@ -107,10 +108,6 @@ pub struct CgConfig {
 
 fn default_class() -> String {
     "B".into()
-}
-
-fn page(b: u64) -> u64 {
-    b.div_ceil(4096) * 4096
 }
 
 impl CgConfig {
@@ -231,11 +228,11 @@ impl Shape {
 
     fn bytes(&self) -> Option<u64> {
         let nnz = self.nnz()?;
-        let vector = page(self.na.checked_mul(VALUE_BYTES)?);
+        let vector = page_rounded(self.na.checked_mul(VALUE_BYTES)?);
         Some(
-            page(nnz.checked_mul(COLIDX_BYTES)?)
-                + page(nnz.checked_mul(VALUE_BYTES)?)
-                + page((self.na + 1) * self.rowstr_bytes())
+            page_rounded(nnz.checked_mul(COLIDX_BYTES)?)
+                + page_rounded(nnz.checked_mul(VALUE_BYTES)?)
+                + page_rounded((self.na + 1) * self.rowstr_bytes())
                 + 5 * vector,
         )
     }

@@ -20,6 +20,7 @@
 //! representable: the distances computed are those of the stored values).
 
 use super::emit::{Array, Emitter, SimHeap, Stop, ThreadedSource};
+use super::footprint::page_rounded;
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
@@ -100,10 +101,6 @@ fn default_input() -> String {
     "native".into()
 }
 
-fn page(b: u64) -> u64 {
-    b.div_ceil(4096) * 4096
-}
-
 /// The sizes a run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sizes {
@@ -119,13 +116,13 @@ impl Sizes {
         let c = self.chunk;
         let row = self.dim.checked_mul(4)?;
         Some(
-            page(c.checked_mul(row)?)
-                + page(c * POINT_BYTES)
-                + 2 * page(c)
-                + 2 * page(4 * c)
-                + page(8 * c)
-                + page(self.clustersize * POINT_BYTES)
-                + page(self.clustersize.checked_mul(row)?),
+            page_rounded(c.checked_mul(row)?)
+                + page_rounded(c * POINT_BYTES)
+                + 2 * page_rounded(c)
+                + 2 * page_rounded(4 * c)
+                + page_rounded(8 * c)
+                + page_rounded(self.clustersize * POINT_BYTES)
+                + page_rounded(self.clustersize.checked_mul(row)?),
         )
     }
 }
