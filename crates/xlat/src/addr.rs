@@ -12,6 +12,11 @@ use std::fmt;
 pub const BASE_PAGE_BYTES: u64 = 4096;
 /// log2 of the base page size.
 pub const BASE_PAGE_SHIFT: u32 = 12;
+
+/// `bytes` rounded up to whole 4 KiB pages: what an array of that many bytes occupies.
+pub fn page_rounded(bytes: u64) -> u64 {
+    bytes.div_ceil(BASE_PAGE_BYTES) * BASE_PAGE_BYTES
+}
 /// Bytes in a cache line (every structure in xlat uses 64-byte lines).
 pub const LINE_BYTES: u64 = 64;
 /// log2 of the cache line size.

@@ -1,7 +1,7 @@
 //! A simulated process: its VMAs, its page table, and the ground truth of what it has mapped.
 
 use super::{FaultStats, FramePolicy};
-use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
+use crate::addr::{page_rounded, PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::physmem;
 use crate::pt::{PageTable, PtContext};
@@ -128,7 +128,7 @@ impl<T: PageTable> Process<T> {
             MapKind::Anon | MapKind::AnonMixed { .. } => 4096,
         };
         let start = self.next_va.div_ceil(align) * align;
-        let len = bytes.div_ceil(4096) * 4096;
+        let len = page_rounded(bytes);
         let end = start
             .checked_add(len)
             .filter(|&e| e <= self.va_limit)
@@ -544,7 +544,7 @@ impl<T: PageTable> Process<T> {
         bytes: u64,
     ) -> Result<Vec<(Vpn, PageSize)>> {
         let start = va.vpn();
-        let end = Vpn(VirtAddr(va.0 + bytes.div_ceil(4096) * 4096).vpn().0);
+        let end = Vpn(VirtAddr(va.0 + page_rounded(bytes)).vpn().0);
         // Pages overlapping the range; a huge page partially covered is unmapped whole.
         let mut gone = Vec::new();
         for size in PageSize::ALL {

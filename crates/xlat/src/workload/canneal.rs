@@ -16,8 +16,8 @@
 //! offsets need no table).
 
 use super::emit::{Array, Emitter, SimHeap, Stop, ThreadedSource};
-use super::footprint::page_rounded;
 use super::index::mix64;
+use crate::addr::page_rounded;
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};

@@ -19,8 +19,8 @@
 //! needed by the next).
 
 use super::emit::{Array, Emitter, SimHeap, Stop, ThreadedSource};
-use super::footprint::page_rounded;
 use super::index::mix64;
+use crate::addr::page_rounded;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
 use serde::{Deserialize, Serialize};

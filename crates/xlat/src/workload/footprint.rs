@@ -17,12 +17,6 @@ use crate::error::{Error, Result};
 /// with a 64 GiB table, 1.95 GiB maximum RSS); 128 is the estimate used.
 pub const ENGINE_BYTES_PER_PAGE: u64 = 128;
 
-/// `bytes` rounded up to whole 4 KiB pages: what an array of that many bytes occupies, as the
-/// footprints count it.
-pub fn page_rounded(bytes: u64) -> u64 {
-    bytes.div_ceil(4096) * 4096
-}
-
 /// A size: a number of bytes, or a string with a binary (`KiB`, `MiB`, `GiB`, `TiB`) or
 /// decimal (`KB`, `MB`, `GB`, `TB`) suffix, e.g. `"8GiB"`, `"6.9GB"`.
 pub fn parse_size(value: &toml::Value, key: &str) -> Result<u64> {

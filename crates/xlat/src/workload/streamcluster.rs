@@ -20,7 +20,7 @@
 //! representable: the distances computed are those of the stored values).
 
 use super::emit::{Array, Emitter, SimHeap, Stop, ThreadedSource};
-use super::footprint::page_rounded;
+use crate::addr::page_rounded;
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};

@@ -213,7 +213,7 @@ impl GraphKeys {
     /// `vertex_bytes` of properties per vertex (the kernel's own arrays).
     pub fn footprint(&self, weighted: bool, vertex_bytes: u64) -> u64 {
         let n = 1u64 << self.scale;
-        let page = super::footprint::page_rounded;
+        let page = crate::addr::page_rounded;
         let entries = self.max_entries();
         page((n + 1) * 8) + page(entries * 4) * (1 + weighted as u64) + page(n * vertex_bytes)
     }
