@@ -268,6 +268,24 @@ pub struct Block {
 }
 
 impl Block {
+    /// A block of `n` points of `dim` dimensions at `l`, before its points are read: every
+    /// point of weight 1, unassigned, no centre open.
+    fn new(n: usize, dim: usize, l: Layout) -> Block {
+        let point = Point {
+            weight: 1.0,
+            row: 0,
+            assign: 0,
+            cost: 0.0,
+        };
+        Block {
+            dim,
+            coords: vec![0; n * dim],
+            p: vec![point; n],
+            is_center: vec![false; n],
+            l,
+        }
+    }
+
     /// Squared Euclidean distance between points `i` and `j` (streamcluster's `dist`), read
     /// through both records' coordinate pointers.
     fn dist(&self, e: &mut Emitter, i: usize, j: usize) -> Emit<f32> {
@@ -647,22 +665,7 @@ pub fn build(
     let l = Layout::alloc(os, &mut heap, s)?;
     Ok(ThreadedSource::spawn(pid, cfg.references, move |e| {
         let mut rng = Rng::new(seed, rng::stream::WORKLOAD);
-        let (n, dim) = (s.chunk as usize, s.dim as usize);
-        let mut block = Block {
-            dim,
-            coords: vec![0; n * dim],
-            p: vec![
-                Point {
-                    weight: 1.0,
-                    row: 0,
-                    assign: 0,
-                    cost: 0.0
-                };
-                n
-            ],
-            is_center: vec![false; n],
-            l,
-        };
+        let mut block = Block::new(s.chunk as usize, s.dim as usize, l);
         let mut centres = 0;
         for _ in 0..s.blocks {
             block.read(e, &mut rng)?;
@@ -698,23 +701,7 @@ mod tests {
             clustersize: 100,
         };
         let l = Layout::alloc(&mut os, &mut heap, s).unwrap();
-        let n = n as usize;
-        let b = Block {
-            dim: dim as usize,
-            coords: vec![0; n * dim as usize],
-            p: vec![
-                Point {
-                    weight: 1.0,
-                    row: 0,
-                    assign: 0,
-                    cost: 0.0
-                };
-                n
-            ],
-            is_center: vec![false; n],
-            l,
-        };
-        (b, Rng::new(seed, 5))
+        (Block::new(n as usize, dim as usize, l), Rng::new(seed, 5))
     }
 
     /// Every point assigned to an open centre at its recorded cost.
