@@ -60,6 +60,8 @@ pub mod stream {
     pub const REPLACEMENT: u64 = 2;
     pub const WORKLOAD: u64 = 3;
     pub const PLACEMENT: u64 = 4;
+    /// Fragmentation of a VMM's host memory.
+    pub const HOST_FRAGMENTATION: u64 = 5;
 }
 
 #[cfg(test)]

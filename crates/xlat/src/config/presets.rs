@@ -44,6 +44,22 @@ pub const PRESETS: &[(&str, &str)] = &[
         "champsim",
         include_str!("../../../../python/xlat/presets/champsim.toml"),
     ),
+    (
+        "virt-4k4k",
+        include_str!("../../../../python/xlat/presets/virt-4k4k.toml"),
+    ),
+    (
+        "virt-4k2m",
+        include_str!("../../../../python/xlat/presets/virt-4k2m.toml"),
+    ),
+    (
+        "virt-4k1g",
+        include_str!("../../../../python/xlat/presets/virt-4k1g.toml"),
+    ),
+    (
+        "virt-2m2m",
+        include_str!("../../../../python/xlat/presets/virt-2m2m.toml"),
+    ),
 ];
 
 pub fn get(name: &str) -> Option<&'static str> {

@@ -8,10 +8,11 @@ use serde::Serialize;
 pub struct MemKind(pub u8);
 
 /// Number of distinct kinds (size of per-kind stat arrays).
-pub const KINDS: usize = 12;
+pub const KINDS: usize = 16;
 
 const NAMES: [&str; KINDS] = [
-    "data", "pt1", "pt2", "pt3", "pt4", "pt5", "hpt", "cwt", "pomtlb", "range", "tar", "sf",
+    "data", "pt1", "pt2", "pt3", "pt4", "pt5", "hpt", "cwt", "pomtlb", "range", "tar", "sf", "npt1",
+    "npt2", "npt3", "npt4",
 ];
 
 impl MemKind {
@@ -33,6 +34,12 @@ impl MemKind {
     /// An entry of the radix page table at `level` (1 = PT … 4 = PML4, 5 = PML5).
     pub const fn pt_level(level: u32) -> MemKind {
         MemKind(level as u8)
+    }
+
+    /// An entry of a VMM's nested page table (gPA → hPA, 4 levels) at `level`, read by the
+    /// host dimension of a 2D walk.
+    pub const fn npt_level(level: u32) -> MemKind {
+        MemKind(11 + level as u8)
     }
 
     pub fn is_translation(self) -> bool {

@@ -165,6 +165,9 @@ pub struct BuddyAllocator {
     moves: Vec<(Pfn, Pfn)>,
     compaction: Option<CompactionPolicy>,
     stats: BuddyStats,
+    /// Blocks handed out since the journal was last taken, when it is kept (a guest OS's
+    /// allocator: the VMM backs each block with host memory as the guest first touches it).
+    journal: Option<Vec<(Pfn, u32)>>,
 }
 
 #[inline]
@@ -199,6 +202,32 @@ impl BuddyAllocator {
             moves: Vec::new(),
             compaction: None,
             stats: BuddyStats::default(),
+            journal: None,
+        }
+    }
+
+    /// Record every block allocated from now on, for [`take_journal`](Self::take_journal).
+    pub fn keep_journal(&mut self) {
+        self.journal.get_or_insert_with(Vec::new);
+    }
+
+    /// The blocks `(first frame, order)` allocated since the last call (none unless
+    /// [`keep_journal`](Self::keep_journal) was called).
+    pub fn take_journal(&mut self) -> Vec<(Pfn, u32)> {
+        self.journal.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    #[inline]
+    fn allocated(&mut self, start: u64, order: u32) {
+        self.free_frames -= block_frames(order);
+        self.stats.allocs[order as usize] += 1;
+        self.journal(start, order);
+    }
+
+    #[inline]
+    fn journal(&mut self, start: u64, order: u32) {
+        if let Some(j) = &mut self.journal {
+            j.push((Pfn(start), order));
         }
     }
 
@@ -220,8 +249,7 @@ impl BuddyAllocator {
             self.free[o as usize].insert(start + block_frames(o));
             self.stats.splits += 1;
         }
-        self.free_frames -= block_frames(order);
-        self.stats.allocs[order as usize] += 1;
+        self.allocated(start, order);
         Some(Pfn(start))
     }
 
@@ -258,8 +286,7 @@ impl BuddyAllocator {
             self.stats.splits += 1;
         }
         debug_assert_eq!(start, target);
-        self.free_frames -= block_frames(order);
-        self.stats.allocs[order as usize] += 1;
+        self.allocated(start, order);
         true
     }
 

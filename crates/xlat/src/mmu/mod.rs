@@ -14,6 +14,7 @@ pub mod walk;
 use crate::addr::{translate, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::{Hierarchy, Level};
+use crate::pt::host::HostTable;
 use crate::pt::store::PtStore;
 use crate::pt::PageTable;
 use crate::trace::Op;
@@ -57,6 +58,23 @@ pub trait PageTables {
     fn table(&self, pid: u16) -> Result<&Self::Table>;
     fn store(&self) -> &PtStore;
     fn truth(&self, pid: u16, va: VirtAddr) -> Option<(Pfn, PageSize)>;
+    /// The VMM's mapping of guest-physical memory, when the processes run in a virtual
+    /// machine (their tables then map to guest-physical frames).
+    fn host(&self) -> Option<&HostTable> {
+        None
+    }
+}
+
+/// What a walk reads besides the walker's own structures.
+pub struct WalkEnv<'a, T> {
+    /// The process's page table, and the store holding its pages.
+    pub table: &'a T,
+    pub store: &'a PtStore,
+    /// The VMM's nested page table and segment, when the process runs in a virtual machine.
+    pub host: Option<&'a HostTable>,
+    /// The L2 TLB: x86 caches nested (gPA → hPA) translations in it beside ordinary ones
+    /// (Gandhi et al. Table VI: "EPT TLB/NTLB shares the TLB").
+    pub l2tlb: &'a mut TlbLevel,
 }
 
 /// A translation a side path or an L3 TLB supplies: the page and the cycles it took.
@@ -131,14 +149,14 @@ pub trait MmuScheme: Send + 'static {
         (None, 0)
     }
 
-    /// Plan the walk for `va` from the scheme's own table, recording every memory reference in
-    /// `plan`; returns the mapping, or `None` if the table has none (a page fault).
+    /// Plan the walk for `va` from the scheme's own table (`env.table`), recording every
+    /// memory reference in `plan`; returns the mapping, or `None` if the table has none (a
+    /// page fault).
     fn plan_walk(
         &mut self,
         va: VirtAddr,
         asid: u16,
-        table: &Self::Table,
-        store: &PtStore,
+        env: &mut WalkEnv<'_, Self::Table>,
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)>;
 
@@ -479,7 +497,8 @@ impl<S: MmuScheme> Mmu<S> {
         self.counters.walker_queue_cycles += start - ready;
         let table = tables.table(pid)?;
         let dram_before = self.walk_refs.by_level[Level::Dram as usize];
-        let (found, end) = self.walk_once(va, asid, table, tables.store(), start, mem);
+        let (found, end) =
+            self.walk_once(va, asid, table, tables.store(), tables.host(), start, mem);
         // Walk or failed walk (a fault's handler is not counted): until the walk ended.
         self.counters.translation_cycles += end - (now + l1_latency);
         match found {
@@ -523,18 +542,24 @@ impl<S: MmuScheme> Mmu<S> {
     }
 
     /// One walk starting at cycle `start`: returns its result and the cycle it ended.
+    #[allow(clippy::too_many_arguments)]
     fn walk_once(
         &mut self,
         va: VirtAddr,
         asid: u16,
         table: &S::Table,
         store: &PtStore,
+        host: Option<&HostTable>,
         start: u64,
         mem: &mut Hierarchy,
     ) -> (Option<(Pfn, PageSize)>, u64) {
-        let found = self
-            .scheme
-            .plan_walk(va, asid, table, store, &mut self.plan);
+        let mut env = WalkEnv {
+            table,
+            store,
+            host,
+            l2tlb: &mut self.l2,
+        };
+        let found = self.scheme.plan_walk(va, asid, &mut env, &mut self.plan);
         let lat = self
             .plan
             .execute(mem, start, self.entry, &mut self.walk_refs);
@@ -633,7 +658,15 @@ impl<S: MmuScheme> Mmu<S> {
             });
         }
         let table = tables.table(f.pid)?;
-        let (found, end) = self.walk_once(f.va, asid, table, tables.store(), resume, mem);
+        let (found, end) = self.walk_once(
+            f.va,
+            asid,
+            table,
+            tables.store(),
+            tables.host(),
+            resume,
+            mem,
+        );
         self.counters.translation_cycles += end - resume;
         let (pfn, size) = found.ok_or_else(fail)?;
         self.walk_found(

@@ -47,6 +47,17 @@ impl WalkPlan {
         self.len += 1;
     }
 
+    /// Append a reference as a step of its own, after every reference so far (a radix walk's
+    /// entries, each needing the one before).
+    #[inline]
+    pub fn push_next(&mut self, addr: PhysAddr, kind: MemKind) {
+        let step = match self.len {
+            0 => 0,
+            n => self.refs[n - 1].step + 1,
+        };
+        self.push(addr, kind, step);
+    }
+
     pub fn refs(&self) -> &[WalkRef] {
         &self.refs[..self.len]
     }

@@ -3,6 +3,7 @@
 //! every process against which `verify` checks each translation.
 
 mod frames;
+pub mod vmm;
 mod process;
 mod swap;
 
@@ -163,6 +164,9 @@ pub struct Os<T: PageTable> {
     resident: std::collections::VecDeque<(u16, Vpn, PageSize)>,
     /// Swap I/O cycles since the last fault charged them.
     swap_cycles: u64,
+    /// The VMM this OS runs on as a guest, if it is virtualized: its physical memory is then
+    /// guest-physical, and the VMM backs every block its allocator hands out.
+    vmm: Option<vmm::Vmm>,
 }
 
 /// A page's contents copied from one frame to another: the memory traffic of a migration.
@@ -175,19 +179,32 @@ pub struct PageCopy {
 
 impl<T: PageTable> Os<T> {
     /// Boot: build physical memory and fragment it to the configured FMFI. Every process gets
-    /// a page table from `new_table`; frames for its pages come from `frames`.
+    /// a page table from `new_table`; frames for its pages come from `frames`. On a VMM
+    /// (`vmm`), physical memory is the guest-physical memory the VMM lays out, I/O gap
+    /// included, and what boot allocates (fragmentation's pins) is backed by the host.
     pub fn new(
         cfg: &OsConfig,
         seed: u64,
         new_table: TableFactory<T>,
         mut frames: Box<dyn FramePolicy>,
+        vmm: Option<vmm::Vmm>,
     ) -> Result<Os<T>> {
-        let mut buddy = BuddyAllocator::new(cfg.physmem.bytes / 4096);
+        let mut buddy = match &vmm {
+            Some(v) => {
+                let mut b = BuddyAllocator::new(v.layout().frames);
+                v.layout().reserve_holes(&mut b)?;
+                b.keep_journal();
+                b
+            }
+            None => BuddyAllocator::new(cfg.physmem.bytes / 4096),
+        };
         frames.reserve(&mut buddy)?;
         let mut rng = Rng::new(seed, rng::stream::FRAGMENTATION);
         // The contiguous region is taken before fragmentation and given back after it, so no
         // pin lands in it.
         let kept = keep_contiguous(&mut buddy, cfg.physmem.contiguous_bytes / 4096);
+        // Kept for a moment only: no guest touches them, so the VMM backs none of them.
+        buddy.take_journal();
         let pinned = buddy.fragment(
             cfg.physmem.fragmentation,
             cfg.physmem.fragmentation_order,
@@ -204,7 +221,7 @@ impl<T: PageTable> Os<T> {
             fmfi_order: cfg.physmem.fragmentation_order,
         }));
         let fmfi_initial = buddy.fmfi(cfg.physmem.fragmentation_order);
-        Ok(Os {
+        let mut os = Os {
             cfg: cfg.clone(),
             new_table,
             frames,
@@ -218,7 +235,31 @@ impl<T: PageTable> Os<T> {
             copies: Vec::new(),
             resident: std::collections::VecDeque::new(),
             swap_cycles: 0,
-        })
+            vmm,
+        };
+        os.back_allocations()?;
+        if let Some(v) = &mut os.vmm {
+            v.reset_stats();
+        }
+        Ok(os)
+    }
+
+    /// On a VMM: have it back the blocks the allocator handed out since the last call (the
+    /// guest zeroes each, its first touch); returns the EPT violations' cycles.
+    fn back_allocations(&mut self) -> Result<u64> {
+        let Some(vmm) = &mut self.vmm else {
+            return Ok(0);
+        };
+        let mut cycles = 0;
+        for (pfn, order) in self.buddy.take_journal() {
+            cycles += vmm.back(pfn, order)?;
+        }
+        Ok(cycles)
+    }
+
+    /// The VMM's mapping of guest-physical memory, when this OS is a guest.
+    pub fn host(&self) -> Option<&crate::pt::host::HostTable> {
+        self.vmm.as_ref().map(vmm::Vmm::host)
     }
 
     /// Start a process with an empty address space; returns its pid.
@@ -232,6 +273,7 @@ impl<T: PageTable> Os<T> {
         let pt = (self.new_table)(&mut ctx, pid)?;
         let va57 = pt.va_bits() == 57;
         self.processes.push(Process::new(pid, pt, va57));
+        self.back_allocations()?;
         Ok(pid)
     }
 
@@ -357,7 +399,8 @@ impl<T: PageTable> Os<T> {
         rehash_cycles += remap_rehash;
         self.stats.faults.pt_alloc_cycles += alloc_cycles;
         self.stats.faults.pt_rehash_cycles += rehash_cycles;
-        Ok((pfn, size, alloc_cycles + rehash_cycles))
+        let ept_cycles = self.back_allocations()?;
+        Ok((pfn, size, alloc_cycles + rehash_cycles + ept_cycles))
     }
 
     /// Remap the pages compaction migrated (a remap can grow a table and compact again);
@@ -524,12 +567,21 @@ impl<T: PageTable> Os<T> {
     pub fn reset_stats(&mut self) {
         self.stats = OsStats::default();
         self.frames.reset_stats();
+        if let Some(v) = &mut self.vmm {
+            v.reset_stats();
+        }
     }
 
-    /// The ground-truth mapping of `va` in `pid`.
+    /// The ground-truth mapping of `va` in `pid`: the page the hardware must translate it to.
+    /// On a VMM, the composition of the guest's mapping and the VMM's (gVA → hPA), at the
+    /// smaller of the two page sizes.
     #[inline]
     pub fn truth(&self, pid: u16, va: VirtAddr) -> Option<(Pfn, PageSize)> {
-        self.processes.get(pid as usize)?.truth(va)
+        let guest = self.processes.get(pid as usize)?.truth(va)?;
+        match &self.vmm {
+            None => Some(guest),
+            Some(v) => v.compose(va, guest),
+        }
     }
 
     /// Fault injection, the self-test of `--verify` (`sim.verify_inject_after`): corrupt the
@@ -538,7 +590,7 @@ impl<T: PageTable> Os<T> {
     /// shot down, or `None` if `va` is not mapped now.
     #[cold]
     pub fn corrupt_mapping(&mut self, pid: u16, va: VirtAddr) -> Option<(Vpn, PageSize)> {
-        let (_, size) = self.truth(pid, va)?;
+        let (_, size) = self.processes.get(pid as usize)?.truth(va)?;
         let vpn = va.vpn().align_down(size);
         let p = self.processes.get(pid as usize)?;
         p.pt.corrupt(&mut self.store, vpn, size)
@@ -580,6 +632,7 @@ impl<T: PageTable> Os<T> {
                 compactions_refused: self.buddy.stats().compactions_refused,
                 compactions_failed: self.buddy.stats().compactions_failed,
             },
+            vmm: self.vmm.as_ref().map(vmm::Vmm::snapshot),
         }
     }
 }
@@ -673,6 +726,9 @@ pub struct OsSnapshot {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frames: Option<serde_json::Value>,
     pub physmem: PhysMemSnapshot,
+    /// The VMM below this guest OS, if it is virtualized.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vmm: Option<vmm::VmmSnapshot>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -724,6 +780,6 @@ pub(crate) mod testing {
 
     pub fn radix_os(cfg: &OsConfig, seed: u64) -> Os<RadixPageTable> {
         let tables = Box::new(|pt: &mut PtContext, _| RadixPageTable::new(pt, 4));
-        Os::new(cfg, seed, tables, Box::new(BuddyFrames)).unwrap()
+        Os::new(cfg, seed, tables, Box::new(BuddyFrames), None).unwrap()
     }
 }

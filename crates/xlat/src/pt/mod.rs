@@ -3,6 +3,7 @@
 //! entries at real physical addresses and their cache/DRAM behaviour is that of real memory.
 
 pub mod hashed;
+pub mod host;
 pub mod radix;
 pub mod store;
 

@@ -82,6 +82,25 @@ impl RadixPageTable {
             .map(|(at, size)| (entry_frame(store.read(at)), size))
     }
 
+    /// Whether anything of the `size`-aligned range holding `va` is mapped: an entry on the
+    /// way down to its level is a huge leaf, or its own entry is present. (Tables emptied by
+    /// unmaps count as mapped; callers that never unmap, such as a VMM backing guest memory,
+    /// get an exact answer.)
+    pub fn covers(&self, store: &super::store::PtStore, va: VirtAddr, size: PageSize) -> bool {
+        let mut table = self.root;
+        for level in (leaf_level(size)..=self.levels).rev() {
+            let e = store.read(entry_addr(table, va, level));
+            if e & PRESENT == 0 {
+                return false;
+            }
+            if level == leaf_level(size) || leaf_size(e, level).is_some() {
+                return true;
+            }
+            table = entry_frame(e);
+        }
+        false
+    }
+
     /// The address of the present leaf entry mapping `va`, and the size of its page.
     pub fn leaf(
         &self,

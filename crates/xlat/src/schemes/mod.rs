@@ -18,11 +18,13 @@ pub mod pom_tlb;
 pub mod radix;
 pub mod rmm;
 pub mod utopia;
+pub mod virt;
 
 use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
 use crate::mmu::config::MmuConfig;
 use crate::mmu::MmuScheme;
+use crate::os::vmm::Vmm;
 use crate::os::{BuddyFrames, FramePolicy};
 use crate::pt::PtContext;
 use serde::{Deserialize, Serialize};
@@ -59,6 +61,11 @@ pub trait Scheme: 'static {
     /// The frame policy of the OS (default: the buddy allocator's choice).
     fn frames(_ctx: &BuildCtx) -> Result<Box<dyn FramePolicy>> {
         Ok(Box::new(BuddyFrames))
+    }
+
+    /// The VMM the OS runs on as a guest, for a virtualized system (default: none, native).
+    fn vmm(_ctx: &BuildCtx) -> Result<Option<Vmm>> {
+        Ok(None)
     }
 }
 
@@ -99,6 +106,8 @@ registry! {
         "Redundant Memory Mappings: range TLB beside the L2 TLB, B-tree range table, eager paging";
     "utopia" => utopia::Utopia,
         "Utopia: set-associative RestSegs (TAR/SF, RestSeg walk beside the L2 TLB) + radix FlexSeg";
+    "virt" => virt::Virt,
+        "a guest on a VMM: guest radix tables over a nested page table, the 2D walk (Gandhi et al.)";
 }
 
 /// The config sections of the schemes: `name: Type;` each becomes `[schemes.<name>]`, with
@@ -127,6 +136,7 @@ sections! {
     pom_tlb: pom_tlb::PomTlbConfig;
     rmm: rmm::RmmConfig;
     utopia: utopia::UtopiaConfig;
+    virt: virt::VirtConfig;
 }
 
 fn unknown(name: &str) -> Error {

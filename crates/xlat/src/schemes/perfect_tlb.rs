@@ -8,9 +8,8 @@ use crate::addr::{PageSize, Pfn, VirtAddr};
 use crate::error::Result;
 use crate::mem::physmem::BuddyAllocator;
 use crate::mmu::walk::WalkPlan;
-use crate::mmu::MmuScheme;
+use crate::mmu::{MmuScheme, WalkEnv};
 use crate::pt::radix::RadixPageTable;
-use crate::pt::store::PtStore;
 use crate::pt::PtContext;
 
 /// The MMU parts of the bound: none.
@@ -25,8 +24,7 @@ impl MmuScheme for PerfectTlb {
         &mut self,
         _: VirtAddr,
         _: u16,
-        _: &RadixPageTable,
-        _: &PtStore,
+        _: &mut WalkEnv<'_, RadixPageTable>,
         _: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
         unreachable!("the MMU never walks for a perfect TLB (MmuScheme::PERFECT)")

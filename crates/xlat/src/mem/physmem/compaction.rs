@@ -118,6 +118,8 @@ impl BuddyAllocator {
         self.stats.compactions += 1;
         self.stats.compaction_moves += moves;
         self.stats.allocs[order as usize] += 1;
+        // Its free blocks were counted out above, one by one.
+        self.journal(start, order);
     }
 }
 

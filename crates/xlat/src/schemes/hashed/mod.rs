@@ -9,9 +9,8 @@ use crate::addr::{PageSize, Pfn, VirtAddr};
 use crate::error::Result;
 use crate::mem::physmem::BuddyAllocator;
 use crate::mmu::walk::WalkPlan;
-use crate::mmu::{stats_value, MmuScheme};
+use crate::mmu::{stats_value, MmuScheme, WalkEnv};
 use crate::pt::hashed::{HashedConfig, HashedPageTable, HptKind};
-use crate::pt::store::PtStore;
 use crate::pt::PtContext;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -45,11 +44,10 @@ impl MmuScheme for HashedWalker {
         &mut self,
         va: VirtAddr,
         asid: u16,
-        table: &HashedPageTable,
-        store: &PtStore,
+        env: &mut WalkEnv<'_, HashedPageTable>,
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
-        self.plan(va, asid, table, store, plan)
+        self.plan(va, asid, env.table, env.store, plan)
     }
 
     fn flush(&mut self) {

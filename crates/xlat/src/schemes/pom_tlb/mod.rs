@@ -24,7 +24,7 @@ use crate::mem::hierarchy::WalkerEntry;
 use crate::mem::physmem::{BuddyAllocator, MAX_ORDER};
 use crate::mem::Hierarchy;
 use crate::mmu::walk::WalkPlan;
-use crate::mmu::{stats_value, MmuScheme, StageHit};
+use crate::mmu::{stats_value, MmuScheme, StageHit, WalkEnv};
 use crate::pt::radix::RadixPageTable;
 use crate::pt::store::PtStore;
 use crate::pt::PtContext;
@@ -179,11 +179,10 @@ impl MmuScheme for PomTlbMmu {
         &mut self,
         va: VirtAddr,
         asid: u16,
-        table: &RadixPageTable,
-        store: &PtStore,
+        env: &mut WalkEnv<'_, RadixPageTable>,
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
-        self.walker.plan(va, asid, table, store, plan)
+        self.walker.plan(va, asid, env.table, env.store, plan)
     }
 
     /// A walk found the translation the POM-TLB missed: write it in.

@@ -11,9 +11,8 @@ use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
 use crate::mmu::config::TlbConfig;
 use crate::mmu::walk::WalkPlan;
-use crate::mmu::{stats_value, MmuScheme};
+use crate::mmu::{stats_value, MmuScheme, WalkEnv};
 use crate::pt::radix::RadixPageTable;
-use crate::pt::store::PtStore;
 use crate::pt::PtContext;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -104,11 +103,10 @@ impl MmuScheme for RadixWalker {
         &mut self,
         va: VirtAddr,
         asid: u16,
-        table: &RadixPageTable,
-        store: &PtStore,
+        env: &mut WalkEnv<'_, RadixPageTable>,
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
-        self.plan(va, asid, table, store, plan)
+        self.plan(va, asid, env.table, env.store, plan)
     }
 
     fn flush(&mut self) {

@@ -7,7 +7,7 @@
 //! resumes below the deepest hit. A cold 4 KiB walk reads 4 entries (5 with 5 levels), 2 MiB 3,
 //! 1 GiB 2; a PD-cache hit leaves one.
 
-use crate::addr::{PageSize, Pfn, VirtAddr};
+use crate::addr::{PageSize, Pfn, PhysAddr, VirtAddr};
 use crate::assoc::{SetAssoc, Vacancy};
 use crate::mem::MemKind;
 use crate::mmu::config::TlbConfig;
@@ -69,6 +69,7 @@ impl RadixWalker {
 
     /// Walk `pt` for `va` functionally, recording the references in `plan`. Returns the mapping,
     /// or `None` if an entry on the way is not present (a page fault).
+    #[inline]
     pub fn plan(
         &mut self,
         va: VirtAddr,
@@ -78,7 +79,29 @@ impl RadixWalker {
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
         plan.clear();
-        plan.fixed_cycles = self.pwc_latency;
+        self.walk_into(va, asid, pt, store, plan, MemKind::pt_level, |at, _| Some(at))
+    }
+
+    /// Walk `pt` for `va` functionally, appending its references to `plan` after those already
+    /// there. Each entry is read from `store` at its table address `at` and referenced at
+    /// `locate(at, plan)`: `at` itself for a native table; for a guest's table (whose pages
+    /// are at guest-physical addresses) the entry's host-physical address, whose translation
+    /// appends the host dimension's references first (the 2D walk, Gandhi et al. Fig 2).
+    /// `locate` returning `None` ends the walk without a mapping. `kind` tags the references
+    /// by level.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn walk_into(
+        &mut self,
+        va: VirtAddr,
+        asid: u16,
+        pt: &RadixPageTable,
+        store: &PtStore,
+        plan: &mut WalkPlan,
+        kind: fn(u32) -> MemKind,
+        mut locate: impl FnMut(PhysAddr, &mut WalkPlan) -> Option<PhysAddr>,
+    ) -> Option<(Pfn, PageSize)> {
+        plan.fixed_cycles += self.pwc_latency;
         let (mut level, mut table) = (pt.levels(), pt.root());
         // Where each PWC that missed takes its entry if the walk reads it: the probe's pass
         // chose the slot, and nothing touches that PWC before the fill below.
@@ -104,11 +127,10 @@ impl RadixWalker {
             }
             self.pwc_stats[i].misses += 1;
         }
-        let mut step = 0u8;
         loop {
             let at = entry_addr(table, va, level);
-            plan.push(at, MemKind::pt_level(level), step);
-            step += 1;
+            let referenced = locate(at, plan)?;
+            plan.push_next(referenced, kind(level));
             let e = store.read(at);
             if e & PRESENT == 0 {
                 return None;

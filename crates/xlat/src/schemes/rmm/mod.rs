@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
 use crate::mem::{Hierarchy, Level, MemKind};
 use crate::mmu::walk::WalkPlan;
-use crate::mmu::{stats_value, MmuScheme, PageTables, StageHit};
+use crate::mmu::{stats_value, MmuScheme, PageTables, StageHit, WalkEnv};
 use crate::pt::store::PtStore;
 use crate::pt::PtContext;
 use range_tlb::RangeTlb;
@@ -177,11 +177,10 @@ impl MmuScheme for RmmMmu {
         &mut self,
         va: VirtAddr,
         asid: u16,
-        table: &RmmTable,
-        store: &PtStore,
+        env: &mut WalkEnv<'_, RmmTable>,
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
-        self.walker.plan(va, asid, &table.radix, store, plan)
+        self.walker.plan(va, asid, &env.table.radix, env.store, plan)
     }
 
     fn after_walk(

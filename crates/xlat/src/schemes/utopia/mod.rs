@@ -33,9 +33,8 @@ use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
 use crate::mem::Hierarchy;
 use crate::mmu::walk::WalkPlan;
-use crate::mmu::{stats_value, MmuScheme, PageTables, StageHit};
+use crate::mmu::{stats_value, MmuScheme, PageTables, StageHit, WalkEnv};
 use crate::os::FramePolicy;
-use crate::pt::store::PtStore;
 use crate::pt::PtContext;
 use crate::rng::{self, Rng};
 use placement::RestSegPlacement;
@@ -238,11 +237,10 @@ impl MmuScheme for UtopiaMmu {
         &mut self,
         va: VirtAddr,
         asid: u16,
-        table: &UtopiaTable,
-        store: &PtStore,
+        env: &mut WalkEnv<'_, UtopiaTable>,
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
-        self.walker.plan(va, asid, &table.radix, store, plan)
+        self.walker.plan(va, asid, &env.table.radix, env.store, plan)
     }
 
     fn invalidate(&mut self, vpn: Vpn, size: PageSize, asid: u16, _: &mut ()) {

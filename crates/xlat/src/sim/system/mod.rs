@@ -149,6 +149,10 @@ impl<T: crate::pt::PageTable> PageTables for Os<T> {
     ) -> Option<(crate::addr::Pfn, crate::addr::PageSize)> {
         Os::truth(self, pid, va)
     }
+    #[inline]
+    fn host(&self) -> Option<&crate::pt::host::HostTable> {
+        Os::host(self)
+    }
 }
 
 /// What a scheme's builders see of `cfg`.
@@ -174,7 +178,8 @@ pub fn boot_os<S: Scheme>(cfg: &SimConfig) -> Result<Os<TableOf<S>>> {
     let own = cfg.clone();
     let new_table =
         Box::new(move |pt: &mut PtContext, pid| S::new_table(&build_ctx(&own), pt, pid));
-    Os::new(&cfg.os, cfg.seed, new_table, S::frames(&build_ctx(cfg))?)
+    let ctx = build_ctx(cfg);
+    Os::new(&cfg.os, cfg.seed, new_table, S::frames(&ctx)?, S::vmm(&ctx)?)
 }
 
 impl<S: Scheme> System<S> {

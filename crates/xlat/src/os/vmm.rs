@@ -1,0 +1,321 @@
+//! The VMM (host OS) below a guest OS: host physical memory with its own buddy allocator, the
+//! nested page table mapping guest-physical to host-physical memory (Gandhi et al. §II-A,
+//! Fig 2), the x86-64 I/O gap in guest-physical memory, and the VMM direct segment of VMM
+//! Direct and Dual Direct modes (§III-A, §III-B).
+//!
+//! The VMM backs guest memory lazily, as KVM does: a guest frame gets a host page when the
+//! guest first touches it. The guest OS zeroes every frame it allocates, so that first touch
+//! is the allocation itself: the guest OS hands the VMM each block its buddy allocator gave
+//! out ([`Vmm::back`]), and each host page the VMM maps on the way is one EPT violation, whose
+//! cost the guest's fault pays.
+
+use crate::addr::{PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
+use crate::error::{Error, Result};
+use crate::mem::physmem::{BuddyAllocator, MAX_ORDER};
+use crate::pt::host::{HostTable, Segment};
+use crate::pt::radix::RadixPageTable;
+use crate::pt::store::PtStore;
+use crate::pt::{PageTable, PtContext};
+use crate::rng::{self, Rng};
+use serde::Serialize;
+
+const GIB: u64 = 1 << 30;
+/// Guest-physical memory below the I/O gap (x86-64 reserves 3-4 GiB for memory-mapped I/O).
+const BELOW_GAP: u64 = 3 * GIB;
+/// Where guest memory resumes above the gap.
+const ABOVE_GAP: u64 = 4 * GIB;
+
+/// What the VMM is asked to do (the scheme's `[schemes.virt]` section builds it).
+#[derive(Clone, Debug)]
+pub struct VmmConfig {
+    /// Bytes of host physical memory.
+    pub host_bytes: u64,
+    /// The page size the VMM backs guest memory with (falling back to smaller pages where host
+    /// memory has no free block of it).
+    pub host_page: PageSize,
+    /// FMFI (at order 9) of host memory after boot-time fragmentation injection.
+    pub host_fragmentation: f64,
+    /// Cycles one EPT violation costs the guest (VM exit, host fault, VM entry).
+    pub ept_fault_cycles: u64,
+    /// Guest-physical memory has the x86-64 I/O gap at 3-4 GiB.
+    pub io_gap: bool,
+    /// Self-ballooning's I/O-gap relocation (§IV): the guest keeps 256 MiB below the gap for
+    /// its kernel and gets the rest above 4 GiB, so one segment can map all of it.
+    pub relocate_io_gap: bool,
+    /// Create a VMM segment over guest memory above the gap (VMM Direct, Dual Direct).
+    pub segment: bool,
+}
+
+/// Where guest-physical memory is: its frames, and the holes in them no guest page may take.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GuestLayout {
+    /// Frames the guest's allocator spans (memory and holes).
+    pub frames: u64,
+    /// `(first frame, frames)` of each hole: the I/O gap, and with relocation everything below
+    /// it (the guest kernel's 256 MiB is not the workload's to allocate).
+    pub holes: Vec<(u64, u64)>,
+    /// The contiguous guest-physical range above the gap (all of memory without a gap).
+    pub main: (u64, u64),
+}
+
+impl GuestLayout {
+    /// The layout of `bytes` of guest memory.
+    pub fn of(bytes: u64, io_gap: bool, relocate: bool) -> GuestLayout {
+        let f = |b: u64| b / 4096;
+        if !io_gap || (bytes <= BELOW_GAP && !relocate) {
+            return GuestLayout {
+                frames: f(bytes),
+                holes: Vec::new(),
+                main: (0, f(bytes)),
+            };
+        }
+        if relocate {
+            let kernel = 256 << 20;
+            let above = bytes.saturating_sub(kernel);
+            return GuestLayout {
+                frames: f(ABOVE_GAP + above),
+                holes: vec![(0, f(ABOVE_GAP))],
+                main: (f(ABOVE_GAP), f(above)),
+            };
+        }
+        let above = bytes - BELOW_GAP;
+        GuestLayout {
+            frames: f(ABOVE_GAP + above),
+            holes: vec![(f(BELOW_GAP), f(ABOVE_GAP - BELOW_GAP))],
+            main: (f(ABOVE_GAP), f(above)),
+        }
+    }
+
+    /// Take the holes out of a guest allocator spanning [`GuestLayout::frames`].
+    pub fn reserve_holes(&self, buddy: &mut BuddyAllocator) -> Result<()> {
+        for &(start, frames) in &self.holes {
+            if !alloc_range(buddy, start, frames) {
+                return Err(Error::config(
+                    "os.physmem.bytes",
+                    "the guest's I/O gap could not be reserved",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Allocate exactly `[start, start + frames)` as the largest aligned blocks that tile it;
+/// on failure nothing stays allocated.
+fn alloc_range(buddy: &mut BuddyAllocator, start: u64, frames: u64) -> bool {
+    let mut taken = Vec::new();
+    let mut at = start;
+    while at < start + frames {
+        let mut o = MAX_ORDER;
+        while !at.is_multiple_of(1 << o) || at + (1 << o) > start + frames {
+            o -= 1;
+        }
+        if !buddy.alloc_at(Pfn(at), o) {
+            for (p, o) in taken {
+                buddy.free(p, o);
+            }
+            return false;
+        }
+        taken.push((Pfn(at), o));
+        at += 1 << o;
+    }
+    true
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VmmStats {
+    /// EPT violations: host pages mapped on the guest's first touch.
+    pub ept_faults: u64,
+    pub ept_fault_cycles: u64,
+    /// Host pages backing guest memory, by size.
+    pub backed: [u64; 3],
+    /// Host pages backed smaller than `host_page` because host memory had no free block.
+    pub fallbacks: u64,
+}
+
+/// The `os.vmm` stats subtree.
+#[derive(Clone, Debug, Serialize)]
+pub struct VmmSnapshot {
+    pub ept_faults: u64,
+    pub ept_fault_cycles: u64,
+    pub backed_4k: u64,
+    pub backed_2m: u64,
+    pub backed_1g: u64,
+    pub fallbacks: u64,
+    /// Bytes of the nested page table.
+    pub npt_bytes: u64,
+    pub host_free_frames: u64,
+    /// The VMM segment, if there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment: Option<Segment>,
+}
+
+pub struct Vmm {
+    cfg: VmmConfig,
+    layout: GuestLayout,
+    buddy: BuddyAllocator,
+    host: HostTable,
+    pub stats: VmmStats,
+}
+
+impl Vmm {
+    /// Boot the host: its memory, fragmented as configured, the nested table's root, and the
+    /// VMM segment over the guest's main range if one is asked for (its host memory is
+    /// reserved now, contiguous, as the VMM of §VI-A does right after start-up).
+    pub fn new(cfg: &VmmConfig, guest_bytes: u64, seed: u64) -> Result<Vmm> {
+        let layout = GuestLayout::of(guest_bytes, cfg.io_gap, cfg.relocate_io_gap);
+        let mut buddy = BuddyAllocator::new(cfg.host_bytes / 4096);
+        let segment = if cfg.segment {
+            let (start, frames) = layout.main;
+            let to = (0..buddy.total_frames() / (1 << MAX_ORDER))
+                .map(|g| g << MAX_ORDER)
+                .find(|&at| alloc_range(&mut buddy, at, frames))
+                .ok_or_else(|| {
+                    Error::config(
+                        "schemes.virt.host_bytes",
+                        format!(
+                            "no contiguous {} MiB of host memory for the VMM segment",
+                            frames >> 8
+                        ),
+                    )
+                })?;
+            Some(Segment::new(start << 12, frames << 12, to << 12))
+        } else {
+            None
+        };
+        let mut rng = Rng::new(seed, rng::stream::HOST_FRAGMENTATION);
+        buddy.fragment(cfg.host_fragmentation, 9, &mut rng);
+        let mut store = PtStore::new();
+        let table = RadixPageTable::new(
+            &mut PtContext {
+                store: &mut store,
+                buddy: &mut buddy,
+            },
+            4,
+        )?;
+        Ok(Vmm {
+            cfg: cfg.clone(),
+            layout,
+            buddy,
+            host: HostTable {
+                table,
+                store,
+                segment,
+            },
+            stats: VmmStats::default(),
+        })
+    }
+
+    /// Guest-physical memory as the guest sees it.
+    pub fn layout(&self) -> &GuestLayout {
+        &self.layout
+    }
+
+    /// What the MMU reads.
+    pub fn host(&self) -> &HostTable {
+        &self.host
+    }
+
+    /// The host page mapping guest-physical `gpa`.
+    pub fn lookup(&self, gpa: PhysAddr) -> Option<(Pfn, PageSize)> {
+        self.host.lookup(gpa)
+    }
+
+    /// Back the guest block of `2^order` frames at `gpfn` with host memory where it has none;
+    /// returns the cycles of the EPT violations that took.
+    pub fn back(&mut self, gpfn: Pfn, order: u32) -> Result<u64> {
+        let end = gpfn.0 + (1 << order);
+        let mut at = gpfn.0;
+        let mut cycles = 0;
+        while at < end {
+            let gpa = Pfn(at).addr();
+            if let Some((_, size)) = self.host.lookup(gpa) {
+                at = (at & !(size.base_pages() - 1)) + size.base_pages();
+                continue;
+            }
+            let size = self.map_host_page(at)?;
+            self.stats.ept_faults += 1;
+            self.stats.backed[size.index()] += 1;
+            cycles += self.cfg.ept_fault_cycles;
+            at = (at & !(size.base_pages() - 1)) + size.base_pages();
+        }
+        self.stats.ept_fault_cycles += cycles;
+        Ok(cycles)
+    }
+
+    /// Map the host page holding guest frame `gfn`: `host_page` where the guest range it
+    /// covers is unmapped and the host has a block for it (inside the VMM segment, the
+    /// segment's own frames), else smaller. Returns the size mapped.
+    fn map_host_page(&mut self, gfn: u64) -> Result<PageSize> {
+        let want = self.cfg.host_page;
+        for size in PageSize::ALL.into_iter().rev().filter(|&s| s <= want) {
+            let base = gfn & !(size.base_pages() - 1);
+            if !self.range_unmapped(base, size) {
+                continue;
+            }
+            let (first, last) = (base << 12, ((base + size.base_pages()) << 12) - 1);
+            let frame = match self.host.segment {
+                Some(seg) if seg.contains(first) && seg.contains(last) => {
+                    Some(Pfn(seg.apply(first) >> 12))
+                }
+                // Straddling the segment's edge: a smaller page fits on one side.
+                Some(seg) if seg.contains(first) || seg.contains(last) => None,
+                _ => self.buddy.alloc(size.order()),
+            };
+            let Some(hpfn) = frame else {
+                continue;
+            };
+            if size < want {
+                self.stats.fallbacks += 1;
+            }
+            let mut ctx = PtContext {
+                store: &mut self.host.store,
+                buddy: &mut self.buddy,
+            };
+            self.host.table.map(&mut ctx, Vpn(base), hpfn, size)?;
+            return Ok(size);
+        }
+        Err(Error::OutOfMemory(format!(
+            "the VMM has no host frame for guest frame {gfn:#x} (raise schemes.virt.host_bytes)"
+        )))
+    }
+
+    /// Whether no guest frame of the `size` page at `base` is backed yet (a bigger host page
+    /// cannot cover frames already mapped by smaller ones).
+    fn range_unmapped(&self, base: u64, size: PageSize) -> bool {
+        !self
+            .host
+            .table
+            .covers(&self.host.store, VirtAddr(base << 12), size)
+    }
+
+    pub fn reset_stats(&mut self) {
+        self.stats = VmmStats::default();
+    }
+
+    pub fn snapshot(&self) -> VmmSnapshot {
+        VmmSnapshot {
+            ept_faults: self.stats.ept_faults,
+            ept_fault_cycles: self.stats.ept_fault_cycles,
+            backed_4k: self.stats.backed[0],
+            backed_2m: self.stats.backed[1],
+            backed_1g: self.stats.backed[2],
+            fallbacks: self.stats.fallbacks,
+            npt_bytes: self.host.table.bytes(),
+            host_free_frames: self.buddy.free_frames(),
+            segment: self.host.segment,
+        }
+    }
+
+    /// The guest-virtual page at `va` mapped to guest frame `gpfn` as a `gsize` page: the
+    /// host-physical mapping the hardware must produce.
+    pub fn compose(
+        &self,
+        va: VirtAddr,
+        (gpfn, gsize): (Pfn, PageSize),
+    ) -> Option<(Pfn, PageSize)> {
+        let gpa = crate::addr::translate(va, gpfn, gsize);
+        let host = self.host.lookup(gpa)?;
+        Some(crate::pt::host::compose(va, (gpfn, gsize), host))
+    }
+}
