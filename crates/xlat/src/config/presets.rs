@@ -60,6 +60,22 @@ pub const PRESETS: &[(&str, &str)] = &[
         "virt-2m2m",
         include_str!("../../../../python/xlat/presets/virt-2m2m.toml"),
     ),
+    (
+        "direct-segment",
+        include_str!("../../../../python/xlat/presets/direct-segment.toml"),
+    ),
+    (
+        "vmm-direct",
+        include_str!("../../../../python/xlat/presets/vmm-direct.toml"),
+    ),
+    (
+        "guest-direct",
+        include_str!("../../../../python/xlat/presets/guest-direct.toml"),
+    ),
+    (
+        "dual-direct",
+        include_str!("../../../../python/xlat/presets/dual-direct.toml"),
+    ),
 ];
 
 pub fn get(name: &str) -> Option<&'static str> {

@@ -11,8 +11,8 @@ pub struct MemKind(pub u8);
 pub const KINDS: usize = 16;
 
 const NAMES: [&str; KINDS] = [
-    "data", "pt1", "pt2", "pt3", "pt4", "pt5", "hpt", "cwt", "pomtlb", "range", "tar", "sf", "npt1",
-    "npt2", "npt3", "npt4",
+    "data", "pt1", "pt2", "pt3", "pt4", "pt5", "hpt", "cwt", "pomtlb", "range", "tar", "sf",
+    "npt1", "npt2", "npt3", "npt4",
 ];
 
 impl MemKind {

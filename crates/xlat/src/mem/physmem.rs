@@ -175,6 +175,24 @@ fn block_frames(order: u32) -> u64 {
     1u64 << order
 }
 
+/// The largest aligned blocks `(first frame, order)` that tile `[start, start + frames)`.
+fn tiling(start: u64, frames: u64) -> impl Iterator<Item = (u64, u32)> {
+    let end = start + frames;
+    let mut at = start;
+    std::iter::from_fn(move || {
+        if at >= end {
+            return None;
+        }
+        let mut o = MAX_ORDER;
+        while !at.is_multiple_of(block_frames(o)) || at + block_frames(o) > end {
+            o -= 1;
+        }
+        let block = (at, o);
+        at += block_frames(o);
+        Some(block)
+    })
+}
+
 #[inline]
 fn align_down(frame: u64, order: u32) -> u64 {
     frame & !(block_frames(order) - 1)
@@ -206,6 +224,53 @@ impl BuddyAllocator {
         }
     }
 
+    /// Allocate exactly `[start, start + frames)`, as the largest aligned blocks that tile it;
+    /// on failure (any frame not free) nothing stays allocated.
+    pub fn alloc_range(&mut self, start: u64, frames: u64) -> bool {
+        let mut taken = Vec::new();
+        for (at, o) in tiling(start, frames) {
+            if !self.alloc_at(Pfn(at), o) {
+                for (p, o) in taken {
+                    self.free(p, o);
+                }
+                return false;
+            }
+            taken.push((Pfn(at), o));
+        }
+        true
+    }
+
+    /// Free `[start, start + frames)`, allocated before in any blocks.
+    pub fn free_range(&mut self, start: u64, frames: u64) {
+        for (at, o) in tiling(start, frames) {
+            self.free(Pfn(at), o);
+        }
+    }
+
+    /// The first run of `frames` free frames that starts at a multiple of `align` frames.
+    pub fn find_free_run(&self, frames: u64, align: u64) -> Option<u64> {
+        let mut blocks: Vec<(u64, u64)> = (0..ORDERS)
+            .flat_map(|o| {
+                self.free[o]
+                    .iter()
+                    .map(move |&s| (s, block_frames(o as u32)))
+            })
+            .collect();
+        blocks.sort_unstable();
+        let (mut run, mut end) = (0, 0);
+        for (s, n) in blocks {
+            if s != end {
+                run = s;
+            }
+            end = s + n;
+            let at = run.div_ceil(align) * align;
+            if at + frames <= end {
+                return Some(at);
+            }
+        }
+        None
+    }
+
     /// Record every block allocated from now on, for [`take_journal`](Self::take_journal).
     pub fn keep_journal(&mut self) {
         self.journal.get_or_insert_with(Vec::new);
@@ -214,7 +279,10 @@ impl BuddyAllocator {
     /// The blocks `(first frame, order)` allocated since the last call (none unless
     /// [`keep_journal`](Self::keep_journal) was called).
     pub fn take_journal(&mut self) -> Vec<(Pfn, u32)> {
-        self.journal.as_mut().map(std::mem::take).unwrap_or_default()
+        self.journal
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     #[inline]

@@ -14,6 +14,7 @@ pub mod walk;
 use crate::addr::{translate, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::{Hierarchy, Level};
+use crate::pt::direct::DirectSegment;
 use crate::pt::host::HostTable;
 use crate::pt::store::PtStore;
 use crate::pt::PageTable;
@@ -63,6 +64,10 @@ pub trait PageTables {
     fn host(&self) -> Option<&HostTable> {
         None
     }
+    /// The direct segment of process `pid` (its segment registers), if it has one.
+    fn segment(&self, _pid: u16) -> Option<&DirectSegment> {
+        None
+    }
 }
 
 /// What a walk reads besides the walker's own structures.
@@ -72,6 +77,8 @@ pub struct WalkEnv<'a, T> {
     pub store: &'a PtStore,
     /// The VMM's nested page table and segment, when the process runs in a virtual machine.
     pub host: Option<&'a HostTable>,
+    /// The process's direct segment, if it has one.
+    pub segment: Option<&'a DirectSegment>,
     /// The L2 TLB: x86 caches nested (gPA → hPA) translations in it beside ordinary ones
     /// (Gandhi et al. Table VI: "EPT TLB/NTLB shares the TLB").
     pub l2tlb: &'a mut TlbLevel,
@@ -497,8 +504,7 @@ impl<S: MmuScheme> Mmu<S> {
         self.counters.walker_queue_cycles += start - ready;
         let table = tables.table(pid)?;
         let dram_before = self.walk_refs.by_level[Level::Dram as usize];
-        let (found, end) =
-            self.walk_once(va, asid, table, tables.store(), tables.host(), start, mem);
+        let (found, end) = self.walk_once(va, asid, table, tables, start, mem);
         // Walk or failed walk (a fault's handler is not counted): until the walk ended.
         self.counters.translation_cycles += end - (now + l1_latency);
         match found {
@@ -542,21 +548,20 @@ impl<S: MmuScheme> Mmu<S> {
     }
 
     /// One walk starting at cycle `start`: returns its result and the cycle it ended.
-    #[allow(clippy::too_many_arguments)]
-    fn walk_once(
+    fn walk_once<P: PageTables<Table = S::Table>>(
         &mut self,
         va: VirtAddr,
         asid: u16,
         table: &S::Table,
-        store: &PtStore,
-        host: Option<&HostTable>,
+        tables: &P,
         start: u64,
         mem: &mut Hierarchy,
     ) -> (Option<(Pfn, PageSize)>, u64) {
         let mut env = WalkEnv {
             table,
-            store,
-            host,
+            store: tables.store(),
+            host: tables.host(),
+            segment: tables.segment(asid),
             l2tlb: &mut self.l2,
         };
         let found = self.scheme.plan_walk(va, asid, &mut env, &mut self.plan);
@@ -658,15 +663,7 @@ impl<S: MmuScheme> Mmu<S> {
             });
         }
         let table = tables.table(f.pid)?;
-        let (found, end) = self.walk_once(
-            f.va,
-            asid,
-            table,
-            tables.store(),
-            tables.host(),
-            resume,
-            mem,
-        );
+        let (found, end) = self.walk_once(f.va, asid, table, tables, resume, mem);
         self.counters.translation_cycles += end - resume;
         let (pfn, size) = found.ok_or_else(fail)?;
         self.walk_found(

@@ -3,9 +3,9 @@
 //! every process against which `verify` checks each translation.
 
 mod frames;
-pub mod vmm;
 mod process;
 mod swap;
+pub mod vmm;
 
 pub use frames::{BuddyFrames, Eviction, FramePolicy, PageOut};
 use process::Paging;
@@ -15,6 +15,8 @@ pub use swap::{SwapConfig, SwapStats};
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::physmem::{self, BuddyAllocator, PhysMemConfig};
+use crate::pt::direct::{DirectSegment, EscapeFilter};
+use crate::pt::host::Segment;
 use crate::pt::store::PtStore;
 use crate::pt::{PageTable, PtContext};
 use crate::rng::{self, Rng};
@@ -49,6 +51,67 @@ pub struct OsConfig {
     /// Swapping to a backing store (`[os.swap]`; off by default).
     #[serde(default)]
     pub swap: SwapConfig,
+    /// Direct segments for primary regions (`[os.direct_segment]`; off by default).
+    #[serde(default, skip_serializing_if = "DirectSegmentConfig::is_off")]
+    pub direct_segment: DirectSegmentConfig,
+}
+
+/// `[os.direct_segment]`: the OS support of direct segments (Basu et al. ISCA'13; Gandhi et
+/// al. §II-B, §III-A, §VI-A). A process's *primary region* (its first anonymous mapping of at
+/// least `min_bytes`) gets contiguous physical memory, reserved when it is mapped, and a
+/// segment mapping it: the segment registers `BASE_G`, `LIMIT_G`, `OFFSET_G` of its context.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DirectSegmentConfig {
+    pub enabled: bool,
+    /// The smallest anonymous mapping that becomes a primary region.
+    pub min_bytes: u64,
+    /// Physical pages with hard faults inside each segment (§V), placed at random: their
+    /// pages escape the segment through its escape filter and are mapped by paging.
+    pub bad_pages: u32,
+    /// Bits and H3 hashes of the escape filter (§IX-C: 256 bits, 4 hashes).
+    pub filter_bits: u32,
+    pub filter_hashes: u32,
+    /// Self-ballooning (§IV): when guest-physical memory is too fragmented for a segment, the
+    /// guest's balloon takes that many scattered free frames and the VMM hot-plugs as many
+    /// contiguous ones from the guest's reserve (`schemes.virt.balloon_reserve_bytes`), where
+    /// the segment is created. Needs a VMM with a reserve.
+    pub self_balloon: bool,
+    /// Cycles the balloon driver and the hot-plug take per 4 KiB page moved (an estimate).
+    pub balloon_cycles_per_page: u64,
+}
+
+impl Default for DirectSegmentConfig {
+    fn default() -> Self {
+        DirectSegmentConfig {
+            enabled: false,
+            min_bytes: 16 << 20,
+            bad_pages: 0,
+            filter_bits: 256,
+            filter_hashes: 4,
+            self_balloon: false,
+            balloon_cycles_per_page: 1000,
+        }
+    }
+}
+
+impl DirectSegmentConfig {
+    fn is_off(&self) -> bool {
+        !self.enabled
+    }
+
+    fn validate(&self, path: &str) -> Result<()> {
+        if !self.filter_bits.is_power_of_two() || self.filter_bits > 1 << 16 {
+            return Err(Error::config(
+                format!("{path}.filter_bits"),
+                format!(
+                    "must be a power of two up to 65536, got {}",
+                    self.filter_bits
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// An estimate, not a measurement: an IPI-based shootdown that reaches other cores costs on
@@ -68,6 +131,14 @@ impl OsConfig {
     pub fn validate(&self, path: &str) -> Result<()> {
         self.physmem.validate(&format!("{path}.physmem"))?;
         self.swap.validate(&format!("{path}.swap"))?;
+        self.direct_segment
+            .validate(&format!("{path}.direct_segment"))?;
+        if self.swap.enabled && self.direct_segment.enabled {
+            return Err(Error::config(
+                format!("{path}.swap.enabled"),
+                "swapping is not modelled with direct segments (a segment's memory stays put)",
+            ));
+        }
         if self.swap.enabled && self.eager_paging {
             return Err(Error::config(
                 format!("{path}.swap.enabled"),
@@ -138,6 +209,22 @@ pub struct OsStats {
     pub swap: SwapStats,
 }
 
+/// Direct segments the OS made (`os.direct_segment`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SegmentOsStats {
+    /// Primary regions that got a segment.
+    pub created: u64,
+    /// Primary regions left paged: no contiguous memory, even after self-ballooning.
+    pub failed: u64,
+    /// Bytes the segments map.
+    pub bytes: u64,
+    /// Frames self-ballooning took from the guest (and hot-plugged back contiguous).
+    pub ballooned_frames: u64,
+    /// What it cost (`balloon_cycles_per_page` each): work of the guest and VMM, not charged
+    /// to a core.
+    pub balloon_cycles: u64,
+}
+
 /// Builds the page table of a new process (`pid`): the scheme's organisation.
 pub type TableFactory<T> = Box<dyn FnMut(&mut PtContext, u16) -> Result<T> + Send>;
 
@@ -167,6 +254,12 @@ pub struct Os<T: PageTable> {
     /// The VMM this OS runs on as a guest, if it is virtualized: its physical memory is then
     /// guest-physical, and the VMM backs every block its allocator hands out.
     vmm: Option<vmm::Vmm>,
+    seed: u64,
+    /// Frames the self-ballooning driver holds (given up to the VMM).
+    ballooned: Vec<Pfn>,
+    /// What the OS did for direct segments since boot (set up before any measurement, so
+    /// never reset).
+    segments: SegmentOsStats,
 }
 
 /// A page's contents copied from one frame to another: the memory traffic of a migration.
@@ -236,6 +329,9 @@ impl<T: PageTable> Os<T> {
             resident: std::collections::VecDeque::new(),
             swap_cycles: 0,
             vmm,
+            seed,
+            ballooned: Vec::new(),
+            segments: SegmentOsStats::default(),
         };
         os.back_allocations()?;
         if let Some(v) = &mut os.vmm {
@@ -292,7 +388,10 @@ impl<T: PageTable> Os<T> {
         self.process_and_pt(pid).map(|(p, _, _)| p)
     }
 
-    /// Reserve `bytes` of virtual address space (no physical memory until first touch).
+    /// Reserve `bytes` of virtual address space (no physical memory until first touch). With
+    /// `os.direct_segment`, a process's first anonymous mapping of at least `min_bytes` is its
+    /// primary region: its physical memory is reserved now, contiguous, and a direct segment
+    /// maps it.
     pub fn mmap(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<VirtAddr> {
         let kind = match kind {
             MapKind::Anon if self.cfg.hugetlb_1g && bytes >= PageSize::Size2M.bytes() => {
@@ -300,7 +399,64 @@ impl<T: PageTable> Os<T> {
             }
             k => k,
         };
-        self.process_mut(pid)?.mmap(bytes, kind)
+        let va = self.process_mut(pid)?.mmap(bytes, kind)?;
+        let ds = &self.cfg.direct_segment;
+        if ds.enabled && bytes >= ds.min_bytes && self.process(pid)?.segment.is_none() {
+            self.create_segment(pid, va, bytes)?;
+        }
+        Ok(va)
+    }
+
+    /// Give `pid`'s primary region `[va, va + bytes)` a direct segment: contiguous physical
+    /// memory (2 MiB-aligned, so that the segment's pages align on both sides), found free or,
+    /// with self-ballooning, made by it. If neither works the region stays paged, and the
+    /// failure is counted.
+    fn create_segment(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<()> {
+        let cfg = self.cfg.direct_segment.clone();
+        let frames = crate::addr::page_rounded(bytes) >> 12;
+        self.back_allocations()?;
+        let start = match self.buddy.find_free_run(frames, 512) {
+            Some(s) => Some(s),
+            None if cfg.self_balloon => self.self_balloon(frames),
+            None => None,
+        };
+        let Some(start) = start.filter(|&s| self.buddy.alloc_range(s, frames)) else {
+            self.segments.failed += 1;
+            return Ok(());
+        };
+        let mut rng = Rng::new(self.seed ^ pid as u64, rng::stream::PLACEMENT);
+        let filter = EscapeFilter::new(cfg.filter_bits, cfg.filter_hashes, &mut rng);
+        let mut ds = DirectSegment::new(Segment::new(va.0, frames << 12, start << 12), filter);
+        while ds.escaped_pages() < (cfg.bad_pages as usize).min(frames as usize) {
+            ds.escape(va.0 + (rng.below(frames) << 12));
+        }
+        self.process_mut(pid)?.segment = Some(ds);
+        self.segments.created += 1;
+        self.segments.bytes += frames << 12;
+        // The guest zeroes the region it reserved: the VMM backs it now (not a fault).
+        self.back_allocations()?;
+        Ok(())
+    }
+
+    /// Self-ballooning (Gandhi §IV, Fig 9): the balloon driver takes `frames` free frames
+    /// wherever they are and gives them to the VMM, which hot-plugs as many contiguous frames
+    /// from the guest's balloon reserve. Returns where they start.
+    fn self_balloon(&mut self, frames: u64) -> Option<u64> {
+        let vmm = self.vmm.as_mut()?;
+        if self.buddy.free_frames() < frames {
+            return None;
+        }
+        let start = vmm.hotplug(frames)?;
+        for _ in 0..frames {
+            let p = self.buddy.alloc(0).expect("free frames were counted");
+            self.ballooned.push(p);
+        }
+        // The balloon does not touch its frames: nothing for the VMM to back.
+        self.buddy.take_journal();
+        self.buddy.free_range(start.0, frames);
+        self.segments.ballooned_frames += frames;
+        self.segments.balloon_cycles += frames * self.cfg.direct_segment.balloon_cycles_per_page;
+        Some(start.0)
     }
 
     /// Map the whole user address space as one anonymous region: how trace-driven processes,
@@ -577,7 +733,11 @@ impl<T: PageTable> Os<T> {
     /// smaller of the two page sizes.
     #[inline]
     pub fn truth(&self, pid: u16, va: VirtAddr) -> Option<(Pfn, PageSize)> {
-        let guest = self.processes.get(pid as usize)?.truth(va)?;
+        let p = self.processes.get(pid as usize)?;
+        let guest = match p.segment_frame(va.vpn()) {
+            Some(pfn) => (pfn, PageSize::Size4K),
+            None => p.truth(va)?,
+        };
         match &self.vmm {
             None => Some(guest),
             Some(v) => v.compose(va, guest),
@@ -633,6 +793,11 @@ impl<T: PageTable> Os<T> {
                 compactions_failed: self.buddy.stats().compactions_failed,
             },
             vmm: self.vmm.as_ref().map(vmm::Vmm::snapshot),
+            segments: self
+                .cfg
+                .direct_segment
+                .enabled
+                .then(|| self.segments.clone()),
         }
     }
 }
@@ -729,6 +894,9 @@ pub struct OsSnapshot {
     /// The VMM below this guest OS, if it is virtualized.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vmm: Option<vmm::VmmSnapshot>,
+    /// Direct segments (with `os.direct_segment`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<SegmentOsStats>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -775,6 +943,7 @@ pub(crate) mod testing {
             },
             shootdown_ipi_cycles: 0,
             swap: SwapConfig::default(),
+            direct_segment: DirectSegmentConfig::default(),
         }
     }
 

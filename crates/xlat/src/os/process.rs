@@ -4,6 +4,7 @@ use super::{FaultStats, FramePolicy};
 use crate::addr::{page_rounded, PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::physmem;
+use crate::pt::direct::DirectSegment;
 use crate::pt::{PageTable, PtContext};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
@@ -81,6 +82,9 @@ pub struct Process<T: PageTable> {
     /// still counts in `small_in_2m` / `small_in_1g`, so its region takes no larger page over
     /// it while it is out.
     swapped: [FxHashSet<u64>; 3],
+    /// The direct segment mapping the process's primary region (`os.direct_segment`): the
+    /// segment registers of its context, with its escape filter.
+    pub segment: Option<DirectSegment>,
 }
 
 impl<T: PageTable> Process<T> {
@@ -102,6 +106,7 @@ impl<T: PageTable> Process<T> {
             small_in_1g: FxHashMap::default(),
             frames: FxHashMap::default(),
             swapped: Default::default(),
+            segment: None,
         }
     }
 
@@ -208,6 +213,12 @@ impl<T: PageTable> Process<T> {
             return Ok(m); // spurious: already mapped (e.g. a racing walk)
         }
         let vpn = va.vpn();
+        if let Some(pfn) = self.segment_frame(vpn) {
+            // Paging reached a page the segment maps (its escape filter's false positive):
+            // the page table maps it where the segment does (Gandhi §V).
+            self.install(ctx, vpn, pfn, PageSize::Size4K, stats)?;
+            return Ok((pfn, PageSize::Size4K));
+        }
         let vma = *self.vma_of(vpn).ok_or_else(|| {
             Error::Workload(format!(
                 "segmentation fault: pid {} touched unmapped {va:?}",
@@ -235,6 +246,13 @@ impl<T: PageTable> Process<T> {
             stats.major += 1;
         }
         Ok((pfn, size))
+    }
+
+    /// The frame the direct segment gives the page `vpn`, if the segment maps it.
+    pub fn segment_frame(&self, vpn: Vpn) -> Option<Pfn> {
+        let ds = self.segment.as_ref()?;
+        let a = vpn.addr().0;
+        ds.maps(a).then(|| Pfn(ds.seg.apply(a) >> 12))
     }
 
     /// The size of the swapped page holding `vpn`, if it is in the backing store.
@@ -545,6 +563,15 @@ impl<T: PageTable> Process<T> {
     ) -> Result<Vec<(Vpn, PageSize)>> {
         let start = va.vpn();
         let end = Vpn(VirtAddr(va.0 + page_rounded(bytes)).vpn().0);
+        if let Some(ds) = &self.segment {
+            if ds.seg.base < end.addr().0 && start.addr().0 < ds.seg.limit {
+                return Err(Error::Workload(format!(
+                    "munmap of [{va:?}, +{bytes:#x}) reaches pid {}'s primary region, which a \
+                     direct segment maps: unmapping it is not modelled",
+                    self.pid
+                )));
+            }
+        }
         // Pages overlapping the range; a huge page partially covered is unmapped whole.
         let mut gone = Vec::new();
         for size in PageSize::ALL {

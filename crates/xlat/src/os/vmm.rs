@@ -12,6 +12,7 @@
 use crate::addr::{PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::physmem::{BuddyAllocator, MAX_ORDER};
+use crate::pt::direct::{DirectSegment, EscapeFilter};
 use crate::pt::host::{HostTable, Segment};
 use crate::pt::radix::RadixPageTable;
 use crate::pt::store::PtStore;
@@ -44,6 +45,15 @@ pub struct VmmConfig {
     pub relocate_io_gap: bool,
     /// Create a VMM segment over guest memory above the gap (VMM Direct, Dual Direct).
     pub segment: bool,
+    /// Guest-physical memory past the guest's own, ballooned out at boot, that the VMM can
+    /// hot-plug for self-ballooning (§IV, §VI-C).
+    pub balloon_reserve_bytes: u64,
+    /// Host pages inside the VMM segment with a hard fault (§V, §IX-C), at random places: their
+    /// guest pages escape the segment and the nested table maps them to other host frames.
+    pub bad_pages: u32,
+    /// The escape filter's bits and H3 hashes.
+    pub filter_bits: u32,
+    pub filter_hashes: u32,
 }
 
 /// Where guest-physical memory is: its frames, and the holes in them no guest page may take.
@@ -56,40 +66,45 @@ pub struct GuestLayout {
     pub holes: Vec<(u64, u64)>,
     /// The contiguous guest-physical range above the gap (all of memory without a gap).
     pub main: (u64, u64),
+    /// The balloon reserve after it: `(first frame, frames)`, a hole until hot-plugged.
+    pub reserve: (u64, u64),
 }
 
 impl GuestLayout {
-    /// The layout of `bytes` of guest memory.
-    pub fn of(bytes: u64, io_gap: bool, relocate: bool) -> GuestLayout {
+    /// The layout of `bytes` of guest memory, followed by a balloon reserve of `reserve`
+    /// bytes.
+    pub fn of(bytes: u64, io_gap: bool, relocate: bool, reserve: u64) -> GuestLayout {
         let f = |b: u64| b / 4096;
-        if !io_gap || (bytes <= BELOW_GAP && !relocate) {
-            return GuestLayout {
-                frames: f(bytes),
-                holes: Vec::new(),
-                main: (0, f(bytes)),
-            };
-        }
-        if relocate {
+        let (holes, main) = if !io_gap || (bytes <= BELOW_GAP && !relocate) {
+            (Vec::new(), (0, f(bytes)))
+        } else if relocate {
             let kernel = 256 << 20;
             let above = bytes.saturating_sub(kernel);
-            return GuestLayout {
-                frames: f(ABOVE_GAP + above),
-                holes: vec![(0, f(ABOVE_GAP))],
-                main: (f(ABOVE_GAP), f(above)),
-            };
+            (vec![(0, f(ABOVE_GAP))], (f(ABOVE_GAP), f(above)))
+        } else {
+            let above = bytes - BELOW_GAP;
+            (
+                vec![(f(BELOW_GAP), f(ABOVE_GAP - BELOW_GAP))],
+                (f(ABOVE_GAP), f(above)),
+            )
+        };
+        let end = main.0 + main.1;
+        let mut holes = holes;
+        if reserve > 0 {
+            holes.push((end, f(reserve)));
         }
-        let above = bytes - BELOW_GAP;
         GuestLayout {
-            frames: f(ABOVE_GAP + above),
-            holes: vec![(f(BELOW_GAP), f(ABOVE_GAP - BELOW_GAP))],
-            main: (f(ABOVE_GAP), f(above)),
+            frames: end + f(reserve),
+            holes,
+            main,
+            reserve: (end, f(reserve)),
         }
     }
 
     /// Take the holes out of a guest allocator spanning [`GuestLayout::frames`].
     pub fn reserve_holes(&self, buddy: &mut BuddyAllocator) -> Result<()> {
         for &(start, frames) in &self.holes {
-            if !alloc_range(buddy, start, frames) {
+            if !buddy.alloc_range(start, frames) {
                 return Err(Error::config(
                     "os.physmem.bytes",
                     "the guest's I/O gap could not be reserved",
@@ -98,28 +113,6 @@ impl GuestLayout {
         }
         Ok(())
     }
-}
-
-/// Allocate exactly `[start, start + frames)` as the largest aligned blocks that tile it;
-/// on failure nothing stays allocated.
-fn alloc_range(buddy: &mut BuddyAllocator, start: u64, frames: u64) -> bool {
-    let mut taken = Vec::new();
-    let mut at = start;
-    while at < start + frames {
-        let mut o = MAX_ORDER;
-        while !at.is_multiple_of(1 << o) || at + (1 << o) > start + frames {
-            o -= 1;
-        }
-        if !buddy.alloc_at(Pfn(at), o) {
-            for (p, o) in taken {
-                buddy.free(p, o);
-            }
-            return false;
-        }
-        taken.push((Pfn(at), o));
-        at += 1 << o;
-    }
-    true
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -131,6 +124,8 @@ pub struct VmmStats {
     pub backed: [u64; 3],
     /// Host pages backed smaller than `host_page` because host memory had no free block.
     pub fallbacks: u64,
+    /// Guest frames hot-plugged from the balloon reserve (self-ballooning).
+    pub hotplugged: u64,
 }
 
 /// The `os.vmm` stats subtree.
@@ -142,12 +137,15 @@ pub struct VmmSnapshot {
     pub backed_2m: u64,
     pub backed_1g: u64,
     pub fallbacks: u64,
+    pub hotplugged_frames: u64,
     /// Bytes of the nested page table.
     pub npt_bytes: u64,
     pub host_free_frames: u64,
     /// The VMM segment, if there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segment: Option<Segment>,
+    /// Guest pages escaping the VMM segment (bad host pages).
+    pub escaped_pages: u64,
 }
 
 pub struct Vmm {
@@ -163,13 +161,19 @@ impl Vmm {
     /// VMM segment over the guest's main range if one is asked for (its host memory is
     /// reserved now, contiguous, as the VMM of §VI-A does right after start-up).
     pub fn new(cfg: &VmmConfig, guest_bytes: u64, seed: u64) -> Result<Vmm> {
-        let layout = GuestLayout::of(guest_bytes, cfg.io_gap, cfg.relocate_io_gap);
+        let layout = GuestLayout::of(
+            guest_bytes,
+            cfg.io_gap,
+            cfg.relocate_io_gap,
+            cfg.balloon_reserve_bytes,
+        );
         let mut buddy = BuddyAllocator::new(cfg.host_bytes / 4096);
         let segment = if cfg.segment {
-            let (start, frames) = layout.main;
+            // Guest memory above the gap and the balloon reserve after it: one range.
+            let (start, frames) = (layout.main.0, layout.main.1 + layout.reserve.1);
             let to = (0..buddy.total_frames() / (1 << MAX_ORDER))
                 .map(|g| g << MAX_ORDER)
-                .find(|&at| alloc_range(&mut buddy, at, frames))
+                .find(|&at| buddy.alloc_range(at, frames))
                 .ok_or_else(|| {
                     Error::config(
                         "schemes.virt.host_bytes",
@@ -179,7 +183,14 @@ impl Vmm {
                         ),
                     )
                 })?;
-            Some(Segment::new(start << 12, frames << 12, to << 12))
+            let mut rng = Rng::new(seed, rng::stream::PLACEMENT);
+            let filter = EscapeFilter::new(cfg.filter_bits, cfg.filter_hashes, &mut rng);
+            let mut ds =
+                DirectSegment::new(Segment::new(start << 12, frames << 12, to << 12), filter);
+            while ds.escaped_pages() < (cfg.bad_pages as usize).min(frames as usize) {
+                ds.escape((start + rng.below(frames)) << 12);
+            }
+            Some(ds)
         } else {
             None
         };
@@ -209,6 +220,20 @@ impl Vmm {
     /// Guest-physical memory as the guest sees it.
     pub fn layout(&self) -> &GuestLayout {
         &self.layout
+    }
+
+    /// Self-ballooning's hot-plug: hand the guest the next `frames` frames of its balloon
+    /// reserve, contiguous, if the reserve has them left (§IV: "the VMM uses memory hotplug
+    /// to add the same amount of memory back"). Returns their first frame; the guest frees
+    /// them into its allocator.
+    pub fn hotplug(&mut self, frames: u64) -> Option<Pfn> {
+        let (start, left) = self.layout.reserve;
+        if frames > left {
+            return None;
+        }
+        self.layout.reserve = (start + frames, left - frames);
+        self.stats.hotplugged += frames;
+        Some(Pfn(start))
     }
 
     /// What the MMU reads.
@@ -254,12 +279,19 @@ impl Vmm {
                 continue;
             }
             let (first, last) = (base << 12, ((base + size.base_pages()) << 12) - 1);
-            let frame = match self.host.segment {
-                Some(seg) if seg.contains(first) && seg.contains(last) => {
-                    Some(Pfn(seg.apply(first) >> 12))
+            let frame = match &self.host.segment {
+                // An escaped page is mapped elsewhere, by itself.
+                Some(ds) if ds.escapes(first) && size == PageSize::Size4K => self.buddy.alloc(0),
+                Some(ds)
+                    if ds.seg.contains(first)
+                        && ds.seg.contains(last)
+                        && !ds.escapes_any(first, last) =>
+                {
+                    Some(Pfn(ds.seg.apply(first) >> 12))
                 }
-                // Straddling the segment's edge: a smaller page fits on one side.
-                Some(seg) if seg.contains(first) || seg.contains(last) => None,
+                // Straddling the segment's edge or holding an escaped page: a smaller page
+                // fits.
+                Some(ds) if ds.seg.contains(first) || ds.seg.contains(last) => None,
                 _ => self.buddy.alloc(size.order()),
             };
             let Some(hpfn) = frame else {
@@ -301,19 +333,21 @@ impl Vmm {
             backed_2m: self.stats.backed[1],
             backed_1g: self.stats.backed[2],
             fallbacks: self.stats.fallbacks,
+            hotplugged_frames: self.stats.hotplugged,
             npt_bytes: self.host.table.bytes(),
             host_free_frames: self.buddy.free_frames(),
-            segment: self.host.segment,
+            segment: self.host.segment.as_ref().map(|d| d.seg),
+            escaped_pages: self
+                .host
+                .segment
+                .as_ref()
+                .map_or(0, |d| d.escaped_pages() as u64),
         }
     }
 
     /// The guest-virtual page at `va` mapped to guest frame `gpfn` as a `gsize` page: the
     /// host-physical mapping the hardware must produce.
-    pub fn compose(
-        &self,
-        va: VirtAddr,
-        (gpfn, gsize): (Pfn, PageSize),
-    ) -> Option<(Pfn, PageSize)> {
+    pub fn compose(&self, va: VirtAddr, (gpfn, gsize): (Pfn, PageSize)) -> Option<(Pfn, PageSize)> {
         let gpa = crate::addr::translate(va, gpfn, gsize);
         let host = self.host.lookup(gpa)?;
         Some(crate::pt::host::compose(va, (gpfn, gsize), host))

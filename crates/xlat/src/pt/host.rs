@@ -5,6 +5,7 @@
 //! are guest-physical ones; its pages live at host-physical frames, in a store of their own
 //! (the guest's table pages live in the guest OS's store, at guest-physical frames).
 
+use super::direct::DirectSegment;
 use super::radix::RadixPageTable;
 use super::store::PtStore;
 use crate::addr::{PageSize, Pfn, PhysAddr, VirtAddr};
@@ -53,8 +54,9 @@ pub struct HostTable {
     pub table: RadixPageTable,
     /// The nested table's pages, at host-physical frames.
     pub store: PtStore,
-    /// The VMM segment (`BASE_V`, `LIMIT_V`, `OFFSET_V`), if the VMM made one.
-    pub segment: Option<Segment>,
+    /// The VMM segment (`BASE_V`, `LIMIT_V`, `OFFSET_V`) and its escape filter, if the VMM
+    /// made one.
+    pub segment: Option<DirectSegment>,
 }
 
 impl HostTable {

@@ -2,6 +2,7 @@
 //! ([`store::PtStore`]) at frames allocated from the buddy allocator of physical memory, so walks read real
 //! entries at real physical addresses and their cache/DRAM behaviour is that of real memory.
 
+pub mod direct;
 pub mod hashed;
 pub mod host;
 pub mod radix;

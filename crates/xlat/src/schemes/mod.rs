@@ -107,7 +107,10 @@ registry! {
     "utopia" => utopia::Utopia,
         "Utopia: set-associative RestSegs (TAR/SF, RestSeg walk beside the L2 TLB) + radix FlexSeg";
     "virt" => virt::Virt,
-        "a guest on a VMM: guest radix tables over a nested page table, the 2D walk (Gandhi et al.)";
+        "a guest on a VMM: guest radix tables over a nested page table, the 2D walk, and the \
+         Dual/VMM/Guest Direct segment modes (Gandhi et al., MICRO'14)";
+    "direct-segment" => virt::DirectSegments,
+        "radix paging plus a direct segment per primary region, checked beside the L2 TLB";
 }
 
 /// The config sections of the schemes: `name: Type;` each becomes `[schemes.<name>]`, with

@@ -79,7 +79,9 @@ impl RadixWalker {
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
         plan.clear();
-        self.walk_into(va, asid, pt, store, plan, MemKind::pt_level, |at, _| Some(at))
+        self.walk_into(va, asid, pt, store, plan, MemKind::pt_level, |at, _| {
+            Some(at)
+        })
     }
 
     /// Walk `pt` for `va` functionally, appending its references to `plan` after those already

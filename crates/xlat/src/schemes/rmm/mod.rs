@@ -180,7 +180,8 @@ impl MmuScheme for RmmMmu {
         env: &mut WalkEnv<'_, RmmTable>,
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
-        self.walker.plan(va, asid, &env.table.radix, env.store, plan)
+        self.walker
+            .plan(va, asid, &env.table.radix, env.store, plan)
     }
 
     fn after_walk(

@@ -240,7 +240,8 @@ impl MmuScheme for UtopiaMmu {
         env: &mut WalkEnv<'_, UtopiaTable>,
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
-        self.walker.plan(va, asid, &env.table.radix, env.store, plan)
+        self.walker
+            .plan(va, asid, &env.table.radix, env.store, plan)
     }
 
     fn invalidate(&mut self, vpn: Vpn, size: PageSize, asid: u16, _: &mut ()) {

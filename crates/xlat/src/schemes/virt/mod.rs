@@ -11,11 +11,13 @@ use crate::addr::{PageSize, Pfn, VirtAddr};
 use crate::assoc::Replacement;
 use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
+use crate::mem::Hierarchy;
 use crate::mmu::config::TlbConfig;
 use crate::mmu::tlb::Tlb;
 use crate::mmu::walk::WalkPlan;
-use crate::mmu::{stats_value, MmuScheme, WalkEnv};
+use crate::mmu::{stats_value, MmuScheme, PageTables, StageHit, WalkEnv};
 use crate::os::vmm::{GuestLayout, Vmm, VmmConfig};
+use crate::pt::direct::SegmentStats;
 use crate::pt::radix::RadixPageTable;
 use crate::pt::PtContext;
 use crate::schemes::radix::RadixWalker;
@@ -48,6 +50,16 @@ pub struct VirtConfig {
     /// The VMM maps guest memory above the I/O gap with a direct segment (VMM Direct and Dual
     /// Direct modes, §III-A/B): host translations inside it take no memory reference.
     pub vmm_segment: bool,
+    /// Guest-physical memory past the guest's own that the VMM ballooned out at boot and can
+    /// hot-plug for self-ballooning (§IV, §VI-C: the paper extends the KVM slot by the
+    /// machine's memory); a multiple of 2 MiB.
+    pub balloon_reserve_bytes: u64,
+    /// Host pages with hard faults inside the VMM segment (Gandhi §V, Fig 13), placed at
+    /// random (`seed`): their guest pages escape the segment through the escape filter.
+    pub vmm_bad_pages: u32,
+    /// Bits and H3 hashes of each escape filter (§IX-C: 256 bits, 4 hashes).
+    pub escape_filter_bits: u32,
+    pub escape_filter_hashes: u32,
     /// Page-walk caches of the nested page table (keyed by guest-physical address), one per
     /// non-leaf level; `entries = 0` removes them.
     pub host_pwc: TlbConfig,
@@ -76,12 +88,13 @@ impl Default for VirtConfig {
             io_gap: true,
             relocate_io_gap: false,
             vmm_segment: false,
+            balloon_reserve_bytes: 0,
+            vmm_bad_pages: 0,
+            escape_filter_bits: 256,
+            escape_filter_hashes: 4,
             host_pwc: pwc.clone(),
             nested_in_l2tlb: true,
-            nested_tlb: TlbConfig {
-                entries: 0,
-                ..pwc
-            },
+            nested_tlb: TlbConfig { entries: 0, ..pwc },
         }
     }
 }
@@ -100,6 +113,30 @@ impl VirtConfig {
                 format!("must be 0 or a multiple of 1 GiB, got {}", self.host_bytes),
             ));
         }
+        if !self.escape_filter_bits.is_power_of_two() || self.escape_filter_bits > 1 << 16 {
+            return Err(Error::config(
+                format!("{path}.escape_filter_bits"),
+                format!(
+                    "must be a power of two up to 65536, got {}",
+                    self.escape_filter_bits
+                ),
+            ));
+        }
+        if !self.balloon_reserve_bytes.is_multiple_of(2 << 20) {
+            return Err(Error::config(
+                format!("{path}.balloon_reserve_bytes"),
+                format!(
+                    "must be a multiple of 2 MiB, got {}",
+                    self.balloon_reserve_bytes
+                ),
+            ));
+        }
+        if self.vmm_bad_pages > 0 && !self.vmm_segment {
+            return Err(Error::config(
+                format!("{path}.vmm_bad_pages"),
+                "bad pages escape the VMM segment: set vmm_segment = true",
+            ));
+        }
         if self.relocate_io_gap && !self.io_gap {
             return Err(Error::config(
                 format!("{path}.relocate_io_gap"),
@@ -115,7 +152,12 @@ impl VirtConfig {
         let host_bytes = if self.host_bytes > 0 {
             self.host_bytes
         } else {
-            let layout = GuestLayout::of(guest_bytes, self.io_gap, self.relocate_io_gap);
+            let layout = GuestLayout::of(
+                guest_bytes,
+                self.io_gap,
+                self.relocate_io_gap,
+                self.balloon_reserve_bytes,
+            );
             (layout.frames * 4096).div_ceil(GIB) * GIB + GIB
         };
         VmmConfig {
@@ -126,6 +168,10 @@ impl VirtConfig {
             io_gap: self.io_gap,
             relocate_io_gap: self.relocate_io_gap,
             segment: self.vmm_segment,
+            balloon_reserve_bytes: self.balloon_reserve_bytes,
+            bad_pages: self.vmm_bad_pages,
+            filter_bits: self.escape_filter_bits,
+            filter_hashes: self.escape_filter_hashes,
         }
     }
 
@@ -142,15 +188,60 @@ impl VirtConfig {
     }
 }
 
-/// The MMU parts of a virtualized core: the guest's page-walk caches and the host path.
+/// The MMU parts of a virtualized core: the guest's page-walk caches, the host path, and
+/// the segment checks of the paper's modes.
 pub struct NestedWalker {
     guest: RadixWalker,
     host: HostPath,
+    /// Walks' checks of the guest segment (Guest Direct).
+    guest_segment: SegmentStats,
+    /// L1 TLB misses Dual Direct translated by its two segments.
+    dual_direct_hits: u64,
 }
+
+impl NestedWalker {
+    pub fn new(guest: RadixWalker, host: HostPath) -> NestedWalker {
+        NestedWalker {
+            guest,
+            host,
+            guest_segment: SegmentStats::default(),
+            dual_direct_hits: 0,
+        }
+    }
+}
+
+/// Cycles of the base-bound checks and additions of a segment translation beside the L2 TLB
+/// (Gandhi §VII counts 1 cycle per check).
+const SEGMENT_CYCLES: u64 = 1;
 
 impl MmuScheme for NestedWalker {
     type Table = RadixPageTable;
     type Shared = ();
+
+    /// Dual Direct: on an L1 TLB miss, the two segments translate the address if both map it.
+    fn side_lookup<P: PageTables<Table = RadixPageTable>>(
+        &mut self,
+        va: VirtAddr,
+        asid: u16,
+        _l2_hit: bool,
+        _now: u64,
+        tables: &P,
+        _mem: &mut Hierarchy,
+        _shared: &mut (),
+    ) -> (Option<StageHit>, u64) {
+        match walker::dual_direct(tables.segment(asid), tables.host(), va) {
+            Some((pfn, size)) => {
+                self.dual_direct_hits += 1;
+                let hit = StageHit {
+                    pfn,
+                    size,
+                    latency: SEGMENT_CYCLES,
+                };
+                (Some(hit), SEGMENT_CYCLES)
+            }
+            None => (None, 0),
+        }
+    }
 
     fn plan_walk(
         &mut self,
@@ -159,7 +250,15 @@ impl MmuScheme for NestedWalker {
         env: &mut WalkEnv<'_, RadixPageTable>,
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
-        walker::walk_2d(&mut self.guest, &mut self.host, va, asid, env, plan)
+        walker::walk_2d(
+            &mut self.guest,
+            &mut self.guest_segment,
+            &mut self.host,
+            va,
+            asid,
+            env,
+            plan,
+        )
     }
 
     /// A guest shootdown changes guest mappings only: the guest PWCs go, the nested
@@ -171,6 +270,8 @@ impl MmuScheme for NestedWalker {
     fn reset_stats(&mut self) {
         self.guest.reset_stats();
         self.host.reset_stats();
+        self.guest_segment = SegmentStats::default();
+        self.dual_direct_hits = 0;
     }
 
     fn stats(&self) -> BTreeMap<&'static str, serde_json::Value> {
@@ -178,6 +279,9 @@ impl MmuScheme for NestedWalker {
             ("pwc", stats_value(&self.guest.pwc_snapshot())),
             ("host_pwc", stats_value(&self.host.walker().pwc_snapshot())),
             ("nested", stats_value(&self.host.stats)),
+            ("vmm_segment", stats_value(&self.host.vmm_segment)),
+            ("guest_segment", stats_value(&self.guest_segment)),
+            ("dual_direct_hits", self.dual_direct_hits.into()),
         ]);
         if let Some(t) = self.host.own_tlb() {
             s.insert("nested_tlb", stats_value(&t.stats()));
@@ -193,10 +297,10 @@ impl Scheme for Virt {
     type Mmu = NestedWalker;
 
     fn mmu(ctx: &BuildCtx) -> Result<NestedWalker> {
-        Ok(NestedWalker {
-            guest: ctx.sections.radix.walker(),
-            host: ctx.sections.virt.host_path(),
-        })
+        Ok(NestedWalker::new(
+            ctx.sections.radix.walker(),
+            ctx.sections.virt.host_path(),
+        ))
     }
 
     fn shared(_: &BuildCtx, _: &mut BuddyAllocator) -> Result<()> {
@@ -215,3 +319,89 @@ impl Scheme for Virt {
 
 #[cfg(test)]
 mod tests;
+
+/// The MMU parts of unvirtualized Direct Segment mode (Gandhi §III-D; Basu et al. ISCA'13):
+/// the radix walker, and the segment registers checked beside the L2 TLB.
+pub struct SegmentedRadix {
+    radix: RadixWalker,
+    segment: SegmentStats,
+}
+
+impl MmuScheme for SegmentedRadix {
+    type Table = RadixPageTable;
+    type Shared = ();
+
+    /// On an L1 TLB miss, the process's segment translates the addresses it maps (§III-D:
+    /// "in parallel with the L2 TLB ... and introduces a L1 TLB entry").
+    fn side_lookup<P: PageTables<Table = RadixPageTable>>(
+        &mut self,
+        va: VirtAddr,
+        asid: u16,
+        _l2_hit: bool,
+        _now: u64,
+        tables: &P,
+        _mem: &mut Hierarchy,
+        _shared: &mut (),
+    ) -> (Option<StageHit>, u64) {
+        match walker::guest_segment_page(tables.segment(asid), va, &mut self.segment) {
+            Some((pfn, size)) => {
+                let hit = StageHit {
+                    pfn,
+                    size,
+                    latency: SEGMENT_CYCLES,
+                };
+                (Some(hit), SEGMENT_CYCLES)
+            }
+            None => (None, 0),
+        }
+    }
+
+    fn plan_walk(
+        &mut self,
+        va: VirtAddr,
+        asid: u16,
+        env: &mut WalkEnv<'_, RadixPageTable>,
+        plan: &mut WalkPlan,
+    ) -> Option<(Pfn, PageSize)> {
+        self.radix.plan(va, asid, env.table, env.store, plan)
+    }
+
+    fn flush(&mut self) {
+        self.radix.flush();
+    }
+
+    fn reset_stats(&mut self) {
+        self.radix.reset_stats();
+        self.segment = SegmentStats::default();
+    }
+
+    fn stats(&self) -> BTreeMap<&'static str, serde_json::Value> {
+        BTreeMap::from([
+            ("pwc", stats_value(&self.radix.pwc_snapshot())),
+            ("segment", stats_value(&self.segment)),
+        ])
+    }
+}
+
+/// Unvirtualized direct segments: radix paging plus a segment for each process's primary
+/// region (`os.direct_segment`).
+pub struct DirectSegments;
+
+impl Scheme for DirectSegments {
+    type Mmu = SegmentedRadix;
+
+    fn mmu(ctx: &BuildCtx) -> Result<SegmentedRadix> {
+        Ok(SegmentedRadix {
+            radix: ctx.sections.radix.walker(),
+            segment: SegmentStats::default(),
+        })
+    }
+
+    fn shared(_: &BuildCtx, _: &mut BuddyAllocator) -> Result<()> {
+        Ok(())
+    }
+
+    fn new_table(ctx: &BuildCtx, pt: &mut PtContext, _pid: u16) -> Result<TableOf<Self>> {
+        ctx.sections.radix.new_table(pt)
+    }
+}

@@ -34,10 +34,7 @@ fn walker(v: &VirtConfig, guest_pwc: bool) -> NestedWalker {
     if !guest_pwc {
         radix.pwc.entries = 0;
     }
-    NestedWalker {
-        guest: radix.walker(),
-        host: v.host_path(),
-    }
+    NestedWalker::new(radix.walker(), v.host_path())
 }
 
 /// Walk `va` of `pid` once; returns the mapping and the references.
@@ -52,6 +49,7 @@ fn walk(
         table: &os.process(pid).unwrap().pt,
         store: &os.store,
         host: os.host(),
+        segment: os.process(pid).unwrap().segment.as_ref(),
         l2tlb: l2,
     };
     let mut plan = WalkPlan::default();
@@ -80,7 +78,11 @@ fn a_4k4k_walk_that_misses_everywhere_makes_24_references() {
     let (found, refs) = walk(&mut w, &os, &mut no_l2(), pid, VirtAddr(va.0 + 0x3123));
     assert_eq!(refs.len(), 24);
     let npt = refs.iter().filter(|r| (12..16).contains(&r.kind.0)).count();
-    assert_eq!((npt, refs.len() - npt), (20, 4), "5 host walks of 4, 4 guest entries");
+    assert_eq!(
+        (npt, refs.len() - npt),
+        (20, 4),
+        "5 host walks of 4, 4 guest entries"
+    );
     // Every reference is a step of its own: each needs the one before.
     assert!(refs.iter().enumerate().all(|(i, r)| r.step as usize == i));
     // The last 4 references are the data page's host walk; the guest leaf comes before.
@@ -103,7 +105,11 @@ fn larger_host_pages_shorten_every_host_walk() {
         let (found, refs) = walk(&mut walker(&v, false), &os, &mut no_l2(), pid, va);
         assert_eq!(refs.len(), refs_per_walk, "{host_page} host pages");
         assert_eq!(found, os.truth(pid, va));
-        assert_eq!(found.unwrap().1, PageSize::Size4K, "4K guest page: 4K entry");
+        assert_eq!(
+            found.unwrap().1,
+            PageSize::Size4K,
+            "4K guest page: 4K entry"
+        );
     }
 }
 
@@ -165,7 +171,10 @@ fn guest_memory_skips_the_io_gap_and_every_frame_is_backed() {
     while at < va.0 + 3600 * MIB {
         let (gpfn, size) = os.process(pid).unwrap().truth(VirtAddr(at)).unwrap();
         assert!(!gap.contains(&gpfn.addr().0), "guest frame in the I/O gap");
-        assert!(os.truth(pid, VirtAddr(at)).is_some(), "guest frame not backed");
+        assert!(
+            os.truth(pid, VirtAddr(at)).is_some(),
+            "guest frame not backed"
+        );
         at += size.bytes();
     }
     assert!(os.snapshot().vmm.unwrap().ept_faults > 0);
@@ -173,12 +182,12 @@ fn guest_memory_skips_the_io_gap_and_every_frame_is_backed() {
 
 #[test]
 fn the_io_gap_relocated_leaves_one_range_above_4_gib() {
-    let l = GuestLayout::of(8 << 30, true, true);
+    let l = GuestLayout::of(8 << 30, true, true, 0);
     assert_eq!(l.holes, vec![(0, 1 << 20)]);
     assert_eq!(l.main, (1 << 20, ((8u64 << 30) - (256 << 20)) >> 12));
-    let plain = GuestLayout::of(8 << 30, true, false);
+    let plain = GuestLayout::of(8 << 30, true, false, 0);
     assert_eq!(plain.holes, vec![(3 << 18, 1 << 18)]);
-    assert_eq!(GuestLayout::of(2 << 30, true, false).holes, vec![]);
+    assert_eq!(GuestLayout::of(2 << 30, true, false, 0).holes, vec![]);
 }
 
 proptest! {

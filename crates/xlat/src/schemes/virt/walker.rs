@@ -9,7 +9,8 @@ use crate::mem::MemKind;
 use crate::mmu::tlb::Tlb;
 use crate::mmu::walk::WalkPlan;
 use crate::mmu::{TlbLevel, WalkEnv};
-use crate::pt::host::{compose, HostTable, Segment};
+use crate::pt::direct::{DirectSegment, SegmentCheck, SegmentStats};
+use crate::pt::host::{compose, HostTable};
 use crate::pt::radix::RadixPageTable;
 use crate::schemes::radix::RadixWalker;
 use serde::Serialize;
@@ -46,6 +47,8 @@ pub struct HostPath {
     walker: RadixWalker,
     tlb: NestedTlb,
     pub stats: NestedStats,
+    /// Checks of guest-physical addresses against the VMM segment.
+    pub vmm_segment: SegmentStats,
 }
 
 impl HostPath {
@@ -54,6 +57,7 @@ impl HostPath {
             walker,
             tlb,
             stats: NestedStats::default(),
+            vmm_segment: SegmentStats::default(),
         }
     }
 
@@ -67,9 +71,13 @@ impl HostPath {
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
         self.stats.translations += 1;
-        if let Some(seg) = host.segment.filter(|s| s.contains(gpa.0)) {
-            self.stats.segment += 1;
-            return Some(segment_page(&seg, gpa.0));
+        if let Some(ds) = &host.segment {
+            let check = ds.check(gpa.0);
+            self.vmm_segment.count(check);
+            if check == SegmentCheck::Hit {
+                self.stats.segment += 1;
+                return Some(segment_page(ds, gpa.0));
+            }
         }
         let key = VirtAddr(gpa.0);
         let cached = match &mut self.tlb {
@@ -107,6 +115,7 @@ impl HostPath {
 
     pub fn reset_stats(&mut self) {
         self.stats = NestedStats::default();
+        self.vmm_segment = SegmentStats::default();
         self.walker.reset_stats();
         if let NestedTlb::Own(t) = &mut self.tlb {
             t.reset_stats();
@@ -125,16 +134,19 @@ impl HostPath {
     }
 }
 
-/// The largest page a segment maps around `a`: a page of that size aligned on both sides
-/// and wholly inside the segment (a TLB entry of it is exact).
-pub fn segment_page(seg: &Segment, a: u64) -> (Pfn, PageSize) {
+/// The page a TLB entry for a segment translation of `a` maps: the largest aligned on both
+/// sides and wholly inside the segment, or 4 KiB if pages escape it (a larger entry could
+/// cover one).
+pub fn segment_page(ds: &DirectSegment, a: u64) -> (Pfn, PageSize) {
+    let seg = &ds.seg;
     let to = seg.apply(a);
     let size = PageSize::ALL
         .into_iter()
         .rev()
         .find(|s| {
             let base = a & !s.mask();
-            (seg.to.wrapping_sub(seg.base)) & s.mask() == 0
+            ds.filter.entries() == 0
+                && (seg.to.wrapping_sub(seg.base)) & s.mask() == 0
                 && seg.contains(base)
                 && seg.contains(base + s.mask())
         })
@@ -142,10 +154,49 @@ pub fn segment_page(seg: &Segment, a: u64) -> (Pfn, PageSize) {
     (Pfn((to & !size.mask()) >> 12), size)
 }
 
+/// The 4 KiB page the process's direct segment maps `va` to, counting the check in `stats`;
+/// `None` where paging must translate it. Its TLB entry is of 4 KiB: the paper's prototype
+/// maps segments with 4 KiB pages (§VI-B) and Table I inserts "an L1 TLB entry" without a
+/// size; a larger entry (the segment is contiguous) would hide L1 TLB misses the paper's
+/// counters saw.
+pub fn guest_segment_page(
+    segment: Option<&DirectSegment>,
+    va: VirtAddr,
+    stats: &mut SegmentStats,
+) -> Option<(Pfn, PageSize)> {
+    let ds = segment?;
+    let check = ds.check(va.0);
+    stats.count(check);
+    (check == SegmentCheck::Hit).then(|| (Pfn(ds.seg.apply(va.0) >> 12), PageSize::Size4K))
+}
+
+/// Dual Direct (Table I, "Both"): `va` inside the guest segment and its guest-physical
+/// address inside the VMM segment, both let through by their escape filters, translate by
+/// two additions with no walk: the host page and its size.
+pub fn dual_direct(
+    segment: Option<&DirectSegment>,
+    host: Option<&HostTable>,
+    va: VirtAddr,
+) -> Option<(Pfn, PageSize)> {
+    let (ds, vds) = (segment?, host?.segment.as_ref()?);
+    if ds.check(va.0) != SegmentCheck::Hit {
+        return None;
+    }
+    let g = (Pfn(ds.seg.apply(va.0) >> 12), PageSize::Size4K);
+    let gpa = ds.seg.apply(va.0);
+    if vds.check(gpa) != SegmentCheck::Hit {
+        return None;
+    }
+    Some(compose(va, g, segment_page(vds, gpa)))
+}
+
 /// A guest walk of `va` through `env.table` in two dimensions: returns the host page holding
-/// `va`'s data, at the smaller of the guest's and the host's page sizes.
+/// `va`'s data, at the smaller of the guest's and the host's page sizes. With a guest
+/// segment mapping `va` (Guest Direct mode, Table I "Guest segment only"), the first
+/// dimension is one addition and only the data's host translation remains.
 pub fn walk_2d(
     guest: &mut RadixWalker,
+    guest_segment: &mut SegmentStats,
     host_path: &mut HostPath,
     va: VirtAddr,
     asid: u16,
@@ -157,18 +208,21 @@ pub fn walk_2d(
         .host
         .expect("a virtualized scheme runs on a VMM (Scheme::vmm)");
     let l2tlb = &mut *env.l2tlb;
-    let g = guest.walk_into(
-        va,
-        asid,
-        env.table,
-        env.store,
-        plan,
-        MemKind::pt_level,
-        |gpa, plan| {
-            let page = host_path.translate(gpa, host, l2tlb, plan)?;
-            Some(translate(VirtAddr(gpa.0), page.0, page.1))
-        },
-    )?;
+    let g = match guest_segment_page(env.segment, va, guest_segment) {
+        Some(g) => g,
+        None => guest.walk_into(
+            va,
+            asid,
+            env.table,
+            env.store,
+            plan,
+            MemKind::pt_level,
+            |gpa, plan| {
+                let page = host_path.translate(gpa, host, l2tlb, plan)?;
+                Some(translate(VirtAddr(gpa.0), page.0, page.1))
+            },
+        )?,
+    };
     let gpa = translate(va, g.0, g.1);
     let h = host_path.translate(gpa, host, l2tlb, plan)?;
     Some(compose(va, g, h))

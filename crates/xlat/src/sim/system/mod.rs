@@ -153,6 +153,10 @@ impl<T: crate::pt::PageTable> PageTables for Os<T> {
     fn host(&self) -> Option<&crate::pt::host::HostTable> {
         Os::host(self)
     }
+    #[inline]
+    fn segment(&self, pid: u16) -> Option<&crate::pt::direct::DirectSegment> {
+        self.process(pid).ok()?.segment.as_ref()
+    }
 }
 
 /// What a scheme's builders see of `cfg`.
@@ -179,7 +183,13 @@ pub fn boot_os<S: Scheme>(cfg: &SimConfig) -> Result<Os<TableOf<S>>> {
     let new_table =
         Box::new(move |pt: &mut PtContext, pid| S::new_table(&build_ctx(&own), pt, pid));
     let ctx = build_ctx(cfg);
-    Os::new(&cfg.os, cfg.seed, new_table, S::frames(&ctx)?, S::vmm(&ctx)?)
+    Os::new(
+        &cfg.os,
+        cfg.seed,
+        new_table,
+        S::frames(&ctx)?,
+        S::vmm(&ctx)?,
+    )
 }
 
 impl<S: Scheme> System<S> {
