@@ -18,24 +18,19 @@ const PRESETS: [&str; 8] = [
     "dual-direct",
 ];
 
-/// The workloads' defaults fit in the tests' 4 GiB of (guest) memory but for these; the
-/// native segment's reserved memory must fit too.
-fn fit(preset: &str, workload: &str) -> Vec<String> {
-    let mut extra = match workload {
+/// The workloads' defaults fit in the tests' 4 GiB of (guest) memory but for these.
+fn fit(workload: &str) -> Vec<String> {
+    match workload {
         "gups" => vec![format!("workload.table_bytes={GIB}")],
         _ => Vec::new(),
-    };
-    if preset == "direct-segment" {
-        extra.push(format!("os.physmem.contiguous_bytes={}", 2 * GIB));
     }
-    extra
 }
 
 #[test]
 fn every_preset_translates_every_workload_correctly() {
     for preset in PRESETS {
         for (name, _) in xlat::workload::WORKLOADS {
-            let mut extra = fit(preset, name);
+            let mut extra = fit(name);
             extra.push("sim.verify=true".into());
             let s = run(cfg(preset, name, 5_000, &extra));
             // Fast-forwarded references are checked too.
@@ -99,7 +94,7 @@ fn sixteen_bad_pages_escape_their_segment_and_still_translate() {
             "mmu.vmm_segment.escaped",
         ),
     ] {
-        let mut extra = fit(preset, "gups");
+        let mut extra = fit("gups");
         extra.extend([
             key.to_string(),
             "sim.verify=true".into(),

@@ -340,6 +340,9 @@ pub struct FaultRequest {
     pub walked: u64,
     /// Cycles before the walk (TLB levels, L3).
     before_walk: u64,
+    /// The guest-physical address the VMM must back (an EPT violation), when the walk failed
+    /// in the host dimension; `None` for a guest page fault.
+    pub host: Option<PhysAddr>,
 }
 
 /// The result of a translation request.
@@ -439,6 +442,7 @@ impl<S: MmuScheme> Mmu<S> {
                     slot: usize::MAX,
                     walked: now + latency,
                     before_walk: latency,
+                    host: None,
                 }),
             });
         }
@@ -543,6 +547,7 @@ impl<S: MmuScheme> Mmu<S> {
                 slot,
                 walked: end,
                 before_walk: latency,
+                host: self.plan.host_fault,
             })),
         }
     }

@@ -22,6 +22,9 @@ pub struct WalkPlan {
     len: usize,
     /// Fixed compute latency of the scheme (hashing, PWC lookup…), paid before the first step.
     pub fixed_cycles: u64,
+    /// A walk that found no mapping because the VMM has not backed this guest-physical
+    /// address (an EPT violation) rather than because the guest's table lacks it.
+    pub host_fault: Option<PhysAddr>,
 }
 
 impl Default for WalkPlan {
@@ -30,6 +33,7 @@ impl Default for WalkPlan {
             refs: [WalkRef::default(); MAX_WALK_REFS],
             len: 0,
             fixed_cycles: 0,
+            host_fault: None,
         }
     }
 }
@@ -38,6 +42,7 @@ impl WalkPlan {
     pub fn clear(&mut self) {
         self.len = 0;
         self.fixed_cycles = 0;
+        self.host_fault = None;
     }
 
     /// Append a reference to step `step` (steps must be appended in non-decreasing order).

@@ -353,6 +353,18 @@ impl<T: PageTable> Os<T> {
         Ok(cycles)
     }
 
+    /// An EPT violation: a walk touched guest-physical `gpa`, which the VMM has not backed
+    /// (the guest allocates before it touches, so only a guest entry that names a frame the
+    /// guest never allocated gets here: `sim.verify_inject_after`'s corruption). The VMM backs
+    /// it; returns the cycles.
+    pub fn ept_violation(&mut self, gpa: crate::addr::PhysAddr) -> Result<u64> {
+        let vmm = self
+            .vmm
+            .as_mut()
+            .ok_or_else(|| Error::Verify(format!("an EPT violation at {gpa:?} with no VMM")))?;
+        vmm.back(gpa.pfn(), 0)
+    }
+
     /// The VMM's mapping of guest-physical memory, when this OS is a guest.
     pub fn host(&self) -> Option<&crate::pt::host::HostTable> {
         self.vmm.as_ref().map(vmm::Vmm::host)
@@ -750,7 +762,13 @@ impl<T: PageTable> Os<T> {
     /// shot down, or `None` if `va` is not mapped now.
     #[cold]
     pub fn corrupt_mapping(&mut self, pid: u16, va: VirtAddr) -> Option<(Vpn, PageSize)> {
-        let (_, size) = self.processes.get(pid as usize)?.truth(va)?;
+        // A page its direct segment maps: the segment registers lie instead.
+        let p = self.processes.get_mut(pid as usize)?;
+        if p.segment_frame(va.vpn()).is_some() {
+            p.segment.as_mut()?.corrupt();
+            return Some((va.vpn(), PageSize::Size4K));
+        }
+        let (_, size) = p.truth(va)?;
         let vpn = va.vpn().align_down(size);
         let p = self.processes.get(pid as usize)?;
         p.pt.corrupt(&mut self.store, vpn, size)

@@ -80,7 +80,11 @@ impl EscapeFilter {
 /// answers for hardware, this set for the OS's ground truth).
 #[derive(Clone, Debug)]
 pub struct DirectSegment {
+    /// The segment as the OS made it (the ground truth).
     pub seg: Segment,
+    /// The segment registers the hardware reads: `seg`, unless `--verify`'s self-test
+    /// corrupted them ([`DirectSegment::corrupt`]).
+    pub regs: Segment,
     pub filter: EscapeFilter,
     escaped: FxHashSet<u64>,
 }
@@ -101,9 +105,23 @@ impl DirectSegment {
     pub fn new(seg: Segment, filter: EscapeFilter) -> DirectSegment {
         DirectSegment {
             seg,
+            regs: seg,
             filter,
             escaped: FxHashSet::default(),
         }
+    }
+
+    /// Fault injection, the self-test of `--verify` (`sim.verify_inject_after`): point the
+    /// registers' offset two pages further, so every address the segment translates lands on
+    /// the wrong frame.
+    pub fn corrupt(&mut self) {
+        self.regs.to += 2 * 4096;
+    }
+
+    /// The hardware's translation of `a` (inside the registers' bounds).
+    #[inline]
+    pub fn apply(&self, a: u64) -> u64 {
+        self.regs.apply(a)
     }
 
     /// Let the page holding `a` escape the segment.
@@ -134,7 +152,7 @@ impl DirectSegment {
     /// The hardware's check: base and limit, and the escape filter.
     #[inline]
     pub fn check(&self, a: u64) -> SegmentCheck {
-        if !self.seg.contains(a) {
+        if !self.regs.contains(a) {
             SegmentCheck::Outside
         } else if self.filter.may_contain(a >> 12) {
             SegmentCheck::Escaped {

@@ -96,7 +96,7 @@ impl HostPath {
             return cached;
         }
         self.stats.walks += 1;
-        let (pfn, size) = self.walker.walk_into(
+        let Some((pfn, size)) = self.walker.walk_into(
             key,
             NESTED_ASID,
             &host.table,
@@ -104,7 +104,11 @@ impl HostPath {
             plan,
             MemKind::npt_level,
             |at, _| Some(at),
-        )?;
+        ) else {
+            // An EPT violation: the VMM backs the page, and the walk is made again.
+            plan.host_fault = Some(gpa);
+            return None;
+        };
         match &mut self.tlb {
             NestedTlb::None => {}
             NestedTlb::SharedL2 => l2tlb.fill(key, NESTED_ASID, pfn, size),
@@ -138,7 +142,7 @@ impl HostPath {
 /// sides and wholly inside the segment, or 4 KiB if pages escape it (a larger entry could
 /// cover one).
 pub fn segment_page(ds: &DirectSegment, a: u64) -> (Pfn, PageSize) {
-    let seg = &ds.seg;
+    let seg = &ds.regs;
     let to = seg.apply(a);
     let size = PageSize::ALL
         .into_iter()
@@ -167,7 +171,7 @@ pub fn guest_segment_page(
     let ds = segment?;
     let check = ds.check(va.0);
     stats.count(check);
-    (check == SegmentCheck::Hit).then(|| (Pfn(ds.seg.apply(va.0) >> 12), PageSize::Size4K))
+    (check == SegmentCheck::Hit).then(|| (Pfn(ds.apply(va.0) >> 12), PageSize::Size4K))
 }
 
 /// Dual Direct (Table I, "Both"): `va` inside the guest segment and its guest-physical
@@ -182,8 +186,8 @@ pub fn dual_direct(
     if ds.check(va.0) != SegmentCheck::Hit {
         return None;
     }
-    let g = (Pfn(ds.seg.apply(va.0) >> 12), PageSize::Size4K);
-    let gpa = ds.seg.apply(va.0);
+    let gpa = ds.apply(va.0);
+    let g = (Pfn(gpa >> 12), PageSize::Size4K);
     if vds.check(gpa) != SegmentCheck::Hit {
         return None;
     }

@@ -327,7 +327,10 @@ impl<S: Scheme> System<S> {
     /// refetch after the handler.
     #[cold]
     fn fault(&mut self, c: usize, f: FaultRequest) -> Result<Translation> {
-        let (_, _, mut fault_cycles) = self.os.fault(f.pid, f.va)?;
+        let mut fault_cycles = match f.host {
+            Some(gpa) => self.os.ept_violation(gpa)?,
+            None => self.os.fault(f.pid, f.va)?.2,
+        };
         let older_retired = self.cores[c].core.older_retired();
         fault_cycles += self.settle_moves(c, f.walked.max(older_retired));
         let unit = &mut self.cores[c];
