@@ -350,7 +350,7 @@ BAD_PAGES = [0, 1, 2, 4, 8, 16]
 
 def _analyse_fig13(df: pd.DataFrame) -> Analysis:
     cycles = _pivot(df, "stats.summary.cycles")
-    norm = cycles.div(cycles["0 bad"], axis=0)
+    norm = cycles.div(cycles["00 bad"], axis=0)
     long = norm.reset_index().melt(id_vars="workload", var_name="label", value_name="normalized")
     long["status"] = "ok"
     fig = plots.grouped_bars(
@@ -375,7 +375,8 @@ register(
         figure="Fig 13",
         title="Dual Direct with 1-16 bad pages escaping the VMM segment",
         systems={
-            f"{n} bad": System("dual-direct", {"schemes.virt.vmm_bad_pages": n}) for n in BAD_PAGES
+            f"{n:02d} bad": System("dual-direct", {"schemes.virt.vmm_bad_pages": n})
+            for n in BAD_PAGES
         },
         workloads={
             "tiny": {"gups": {"table_bytes": 1 << 26}},
