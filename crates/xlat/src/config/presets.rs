@@ -76,6 +76,14 @@ pub const PRESETS: &[(&str, &str)] = &[
         "dual-direct",
         include_str!("../../../../python/xlat/presets/dual-direct.toml"),
     ),
+    (
+        "shadow-4k",
+        include_str!("../../../../python/xlat/presets/shadow-4k.toml"),
+    ),
+    (
+        "shadow-2m",
+        include_str!("../../../../python/xlat/presets/shadow-2m.toml"),
+    ),
 ];
 
 pub fn get(name: &str) -> Option<&'static str> {

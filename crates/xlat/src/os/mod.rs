@@ -382,6 +382,9 @@ impl<T: PageTable> Os<T> {
         let va57 = pt.va_bits() == 57;
         self.processes.push(Process::new(pid, pt, va57));
         self.back_allocations()?;
+        if let Some(v) = &mut self.vmm {
+            v.shadow_spawn(pid)?;
+        }
         Ok(pid)
     }
 
@@ -499,7 +502,13 @@ impl<T: PageTable> Os<T> {
     pub fn munmap(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<Vec<(Vpn, PageSize)>> {
         self.stats.munmaps += 1;
         let (p, mut ctx, frames) = self.process_and_pt(pid)?;
-        p.munmap(&mut ctx, frames, va, bytes)
+        let gone = p.munmap(&mut ctx, frames, va, bytes)?;
+        if let Some(v) = &mut self.vmm {
+            for &(vpn, size) in &gone {
+                v.shadow_unmap(pid, vpn, size);
+            }
+        }
+        Ok(gone)
     }
 
     /// Handle a page fault at `va`: choose a page size, allocate the frame(s), write the page
@@ -547,7 +556,10 @@ impl<T: PageTable> Os<T> {
         };
         let mut faults = std::mem::take(&mut self.stats.faults);
         let (p, mut ctx, frames) = self.process_and_pt(pid)?;
+        let table_bytes = p.pt.bytes();
         let mapped = p.fault(&mut ctx, frames, va, paging, &mut faults);
+        // Guest page-table writes: the leaf, and one per table page the mapping added.
+        let pt_writes = 1 + (p.pt.bytes() - table_bytes) / 4096;
         let mut alloc_cycles = p.pt.take_alloc_cycles();
         let mut rehash_cycles = p.pt.take_rehash_cycles();
         self.stats.faults = faults;
@@ -567,8 +579,11 @@ impl<T: PageTable> Os<T> {
         rehash_cycles += remap_rehash;
         self.stats.faults.pt_alloc_cycles += alloc_cycles;
         self.stats.faults.pt_rehash_cycles += rehash_cycles;
-        let ept_cycles = self.back_allocations()?;
-        Ok((pfn, size, alloc_cycles + rehash_cycles + ept_cycles))
+        let mut vmm_cycles = self.back_allocations()?;
+        if let Some(v) = &mut self.vmm {
+            vmm_cycles += v.shadow_map(pid, va.vpn().align_down(size), (pfn, size), pt_writes)?;
+        }
+        Ok((pfn, size, alloc_cycles + rehash_cycles + vmm_cycles))
     }
 
     /// Remap the pages compaction migrated (a remap can grow a table and compact again);
@@ -762,6 +777,11 @@ impl<T: PageTable> Os<T> {
     /// shot down, or `None` if `va` is not mapped now.
     #[cold]
     pub fn corrupt_mapping(&mut self, pid: u16, va: VirtAddr) -> Option<(Vpn, PageSize)> {
+        // Under shadow paging the hardware reads the shadow table: its entry lies instead.
+        if let Some(v) = self.vmm.as_mut().filter(|v| v.shadows()) {
+            let size = v.corrupt_shadow(pid, va)?;
+            return Some((va.vpn().align_down(size), size));
+        }
         // A page its direct segment maps: the segment registers lie instead.
         let p = self.processes.get_mut(pid as usize)?;
         if p.segment_frame(va.vpn()).is_some() {

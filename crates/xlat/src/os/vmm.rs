@@ -54,6 +54,11 @@ pub struct VmmConfig {
     /// The escape filter's bits and H3 hashes.
     pub filter_bits: u32,
     pub filter_hashes: u32,
+    /// Shadow paging: the VMM keeps a shadow table (gVA → hPA) per guest process, which the
+    /// hardware walks in one dimension, and traps every write to a guest page table.
+    pub shadow: bool,
+    /// Cycles of one such trap: the VM exit, the shadow update, the entry.
+    pub shadow_exit_cycles: u64,
 }
 
 /// Where guest-physical memory is: its frames, and the holes in them no guest page may take.
@@ -126,6 +131,9 @@ pub struct VmmStats {
     pub fallbacks: u64,
     /// Guest frames hot-plugged from the balloon reserve (self-ballooning).
     pub hotplugged: u64,
+    /// Shadow paging: traps of guest page-table writes, and their cycles.
+    pub shadow_exits: u64,
+    pub shadow_exit_cycles: u64,
 }
 
 /// The `os.vmm` stats subtree.
@@ -138,6 +146,9 @@ pub struct VmmSnapshot {
     pub backed_1g: u64,
     pub fallbacks: u64,
     pub hotplugged_frames: u64,
+    /// Shadow paging: guest page-table writes trapped, their cycles, the shadow tables' bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<ShadowSnapshot>,
     /// Bytes of the nested page table.
     pub npt_bytes: u64,
     pub host_free_frames: u64,
@@ -146,6 +157,13 @@ pub struct VmmSnapshot {
     pub segment: Option<Segment>,
     /// Guest pages escaping the VMM segment (bad host pages).
     pub escaped_pages: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ShadowSnapshot {
+    pub exits: u64,
+    pub exit_cycles: u64,
+    pub table_bytes: u64,
 }
 
 pub struct Vmm {
@@ -212,6 +230,7 @@ impl Vmm {
                 table,
                 store,
                 segment,
+                shadows: Vec::new(),
             },
             stats: VmmStats::default(),
         })
@@ -334,6 +353,11 @@ impl Vmm {
             backed_1g: self.stats.backed[2],
             fallbacks: self.stats.fallbacks,
             hotplugged_frames: self.stats.hotplugged,
+            shadow: self.cfg.shadow.then(|| ShadowSnapshot {
+                exits: self.stats.shadow_exits,
+                exit_cycles: self.stats.shadow_exit_cycles,
+                table_bytes: self.host.shadows.iter().map(|t| t.bytes()).sum(),
+            }),
             npt_bytes: self.host.table.bytes(),
             host_free_frames: self.buddy.free_frames(),
             segment: self.host.segment.as_ref().map(|d| d.seg),
@@ -343,6 +367,92 @@ impl Vmm {
                 .as_ref()
                 .map_or(0, |d| d.escaped_pages() as u64),
         }
+    }
+
+    /// Shadow paging: process `pid` started; its shadow table is made.
+    pub fn shadow_spawn(&mut self, pid: u16) -> Result<()> {
+        if !self.cfg.shadow {
+            return Ok(());
+        }
+        let mut ctx = PtContext {
+            store: &mut self.host.store,
+            buddy: &mut self.buddy,
+        };
+        let table = RadixPageTable::new(&mut ctx, 4)?;
+        // Pids are handed out in order, so the table's index is its pid.
+        debug_assert_eq!(self.host.shadows.len(), pid as usize);
+        self.host.shadows.push(table);
+        Ok(())
+    }
+
+    /// Shadow paging: the guest wrote `writes` entries of `pid`'s page table to map the
+    /// `gsize` page at `vpn` to guest frame `gpfn`. Each write traps to the VMM, which
+    /// mirrors the mapping in the shadow table at host frames (pieces of the smaller of the
+    /// guest's and the host's page). Returns the traps' cycles.
+    pub fn shadow_map(
+        &mut self,
+        pid: u16,
+        vpn: Vpn,
+        (gpfn, gsize): (Pfn, PageSize),
+        writes: u64,
+    ) -> Result<u64> {
+        if !self.cfg.shadow {
+            return Ok(0);
+        }
+        let mut at = vpn.0;
+        while at < vpn.0 + gsize.base_pages() {
+            let va = Vpn(at).addr();
+            let (hpfn, size) = self.compose(va, (gpfn, gsize)).ok_or_else(|| {
+                Error::Verify(format!("shadow paging: guest frame of {va:?} not backed"))
+            })?;
+            let mut ctx = PtContext {
+                store: &mut self.host.store,
+                buddy: &mut self.buddy,
+            };
+            self.host.shadows[pid as usize].map(&mut ctx, Vpn(at), hpfn, size)?;
+            at += size.base_pages();
+        }
+        let cycles = writes * self.cfg.shadow_exit_cycles;
+        self.stats.shadow_exits += writes;
+        self.stats.shadow_exit_cycles += cycles;
+        Ok(cycles)
+    }
+
+    /// Shadow paging: the guest unmapped the `gsize` page at `vpn` (one trapped write).
+    pub fn shadow_unmap(&mut self, pid: u16, vpn: Vpn, gsize: PageSize) {
+        if !self.cfg.shadow {
+            return;
+        }
+        let mut at = vpn.0;
+        while at < vpn.0 + gsize.base_pages() {
+            let Some((_, size)) = self.host.shadows[pid as usize]
+                .lookup(&self.host.store, Vpn(at).addr())
+            else {
+                at += 1;
+                continue;
+            };
+            let mut ctx = PtContext {
+                store: &mut self.host.store,
+                buddy: &mut self.buddy,
+            };
+            self.host.shadows[pid as usize].unmap(&mut ctx, Vpn(at), size);
+            at += size.base_pages();
+        }
+        self.stats.shadow_exits += 1;
+        self.stats.shadow_exit_cycles += self.cfg.shadow_exit_cycles;
+    }
+
+    /// Fault injection (`sim.verify_inject_after`): corrupt the shadow entry of `va`, the one
+    /// the hardware reads. Returns the size of the shadow page, if there is one.
+    pub fn corrupt_shadow(&mut self, pid: u16, va: VirtAddr) -> Option<PageSize> {
+        let table = self.host.shadows.get(pid as usize)?;
+        let (_, size) = table.lookup(&self.host.store, va)?;
+        table.corrupt(&mut self.host.store, va.vpn().align_down(size), size);
+        Some(size)
+    }
+
+    pub fn shadows(&self) -> bool {
+        self.cfg.shadow
     }
 
     /// The guest-virtual page at `va` mapped to guest frame `gpfn` as a `gsize` page: the

@@ -57,6 +57,10 @@ pub struct HostTable {
     /// The VMM segment (`BASE_V`, `LIMIT_V`, `OFFSET_V`) and its escape filter, if the VMM
     /// made one.
     pub segment: Option<DirectSegment>,
+    /// Shadow paging (§II-A, §IX-D): per guest process (by pid), the VMM's shadow table
+    /// mapping guest-virtual straight to host-physical memory, its pages in `store`. Empty
+    /// unless the VMM shadows.
+    pub shadows: Vec<RadixPageTable>,
 }
 
 impl HostTable {

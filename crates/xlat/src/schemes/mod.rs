@@ -109,6 +109,8 @@ registry! {
     "virt" => virt::Virt,
         "a guest on a VMM: guest radix tables over a nested page table, the 2D walk, and the \
          Dual/VMM/Guest Direct segment modes (Gandhi et al., MICRO'14)";
+    "shadow" => virt::Shadow,
+        "a guest on a VMM with shadow paging: 1D walks of shadow tables, trapped guest PTE writes";
     "direct-segment" => virt::DirectSegments,
         "radix paging plus a direct segment per primary region, checked beside the L2 TLB";
 }

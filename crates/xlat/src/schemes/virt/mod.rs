@@ -60,6 +60,9 @@ pub struct VirtConfig {
     /// Bits and H3 hashes of each escape filter (§IX-C: 256 bits, 4 hashes).
     pub escape_filter_bits: u32,
     pub escape_filter_hashes: u32,
+    /// Shadow paging (scheme `shadow`): cycles of one trap of a guest page-table write (VM exit,
+    /// the VMM's shadow update, VM entry; an estimate, the paper gives none).
+    pub shadow_exit_cycles: u64,
     /// Page-walk caches of the nested page table (keyed by guest-physical address), one per
     /// non-leaf level; `entries = 0` removes them.
     pub host_pwc: TlbConfig,
@@ -92,6 +95,7 @@ impl Default for VirtConfig {
             vmm_bad_pages: 0,
             escape_filter_bits: 256,
             escape_filter_hashes: 4,
+            shadow_exit_cycles: 3000,
             host_pwc: pwc.clone(),
             nested_in_l2tlb: true,
             nested_tlb: TlbConfig { entries: 0, ..pwc },
@@ -147,8 +151,9 @@ impl VirtConfig {
         self.nested_tlb.validate(&format!("{path}.nested_tlb"))
     }
 
-    /// The VMM of a guest with `guest_bytes` of memory.
-    pub fn vmm(&self, guest_bytes: u64) -> VmmConfig {
+    /// The VMM of a guest with `guest_bytes` of memory; `shadow`: it shadows the guest's
+    /// tables instead of offering nested paging to the hardware.
+    pub fn vmm(&self, guest_bytes: u64, shadow: bool) -> VmmConfig {
         let host_bytes = if self.host_bytes > 0 {
             self.host_bytes
         } else {
@@ -172,6 +177,8 @@ impl VirtConfig {
             bad_pages: self.vmm_bad_pages,
             filter_bits: self.escape_filter_bits,
             filter_hashes: self.escape_filter_hashes,
+            shadow,
+            shadow_exit_cycles: self.shadow_exit_cycles,
         }
     }
 
@@ -312,7 +319,7 @@ impl Scheme for Virt {
     }
 
     fn vmm(ctx: &BuildCtx) -> Result<Option<Vmm>> {
-        let cfg = ctx.sections.virt.vmm(ctx.physmem_bytes);
+        let cfg = ctx.sections.virt.vmm(ctx.physmem_bytes, false);
         Vmm::new(&cfg, ctx.physmem_bytes, ctx.seed).map(Some)
     }
 }
@@ -403,5 +410,69 @@ impl Scheme for DirectSegments {
 
     fn new_table(ctx: &BuildCtx, pt: &mut PtContext, _pid: u16) -> Result<TableOf<Self>> {
         ctx.sections.radix.new_table(pt)
+    }
+}
+
+/// The MMU parts of shadow paging (§II-A, §IX-D): the hardware walks the VMM's shadow table
+/// of the process (gVA → hPA) in one dimension, with the radix walker and its PWCs.
+pub struct ShadowWalker {
+    radix: RadixWalker,
+}
+
+impl MmuScheme for ShadowWalker {
+    type Table = RadixPageTable;
+    type Shared = ();
+
+    fn plan_walk(
+        &mut self,
+        va: VirtAddr,
+        asid: u16,
+        env: &mut WalkEnv<'_, RadixPageTable>,
+        plan: &mut WalkPlan,
+    ) -> Option<(Pfn, PageSize)> {
+        let host = env
+            .host
+            .expect("shadow paging runs on a VMM (Scheme::vmm)");
+        let shadow = &host.shadows[asid as usize];
+        self.radix.plan(va, asid, shadow, &host.store, plan)
+    }
+
+    fn flush(&mut self) {
+        self.radix.flush();
+    }
+
+    fn reset_stats(&mut self) {
+        self.radix.reset_stats();
+    }
+
+    fn stats(&self) -> BTreeMap<&'static str, serde_json::Value> {
+        BTreeMap::from([("pwc", stats_value(&self.radix.pwc_snapshot()))])
+    }
+}
+
+/// Shadow paging: a guest on a VMM that keeps shadow tables and traps the guest's page-table
+/// writes (the comparator of Gandhi et al. §IX-D).
+pub struct Shadow;
+
+impl Scheme for Shadow {
+    type Mmu = ShadowWalker;
+
+    fn mmu(ctx: &BuildCtx) -> Result<ShadowWalker> {
+        Ok(ShadowWalker {
+            radix: ctx.sections.radix.walker(),
+        })
+    }
+
+    fn shared(_: &BuildCtx, _: &mut BuddyAllocator) -> Result<()> {
+        Ok(())
+    }
+
+    fn new_table(ctx: &BuildCtx, pt: &mut PtContext, _pid: u16) -> Result<TableOf<Self>> {
+        ctx.sections.radix.new_table(pt)
+    }
+
+    fn vmm(ctx: &BuildCtx) -> Result<Option<Vmm>> {
+        let cfg = ctx.sections.virt.vmm(ctx.physmem_bytes, true);
+        Vmm::new(&cfg, ctx.physmem_bytes, ctx.seed).map(Some)
     }
 }

@@ -25,7 +25,7 @@ fn guest_os(os_mib: u64, v: &VirtConfig, thp: ThpPolicy) -> Os<RadixPageTable> {
     let mut cfg = config(os_mib);
     cfg.thp = thp;
     let tables = Box::new(|pt: &mut PtContext, _| RadixPageTable::new(pt, 4));
-    let vmm = Vmm::new(&v.vmm(os_mib * MIB), os_mib * MIB, 7).unwrap();
+    let vmm = Vmm::new(&v.vmm(os_mib * MIB, false), os_mib * MIB, 7).unwrap();
     Os::new(&cfg, 7, tables, Box::new(BuddyFrames), Some(vmm)).unwrap()
 }
 
