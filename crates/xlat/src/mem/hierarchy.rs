@@ -189,10 +189,17 @@ impl Mshrs {
             self.froms.extend(self.held.iter().map(|&(from, _)| from));
             self.froms.sort_unstable();
         }
-        let at = self.froms.partition_point(|&f| f <= from);
+        // Misses mostly begin and return in the order they are issued: both go at or near the
+        // end, found by searching back from it (where a bisection's loads wait on each other).
+        let mut at = self.froms.len();
+        while at > 0 && self.froms[at - 1] > from {
+            at -= 1;
+        }
         self.froms.insert(at, from);
-        // Misses mostly return in the order they are issued: this is nearly always the end.
-        let at = self.held.partition_point(|&(_, u)| u <= until);
+        let mut at = self.held.len();
+        while at > 0 && self.held[at - 1].1 > until {
+            at -= 1;
+        }
         self.held.insert(at, (from, until));
     }
 }
