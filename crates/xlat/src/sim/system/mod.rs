@@ -23,7 +23,7 @@ use crate::mmu::{
     FaultRequest, Found, Mmu, MmuScheme, MmuSnapshot, Outcome, PageTables, Translation,
 };
 use crate::os::{AddressSpaces, Os};
-use crate::pt::store::PtStore;
+use crate::pt::store::{Prefetch, PtStore};
 use crate::pt::PtContext;
 use crate::schemes::{BuildCtx, Scheme, TableOf};
 use crate::stats::{
@@ -129,6 +129,11 @@ pub struct System<S: Scheme> {
     /// walkers, the range TLB — is ready for the records after it.
     ff_clock: u64,
 }
+
+/// How many records ahead of the one stepping the run loop prefetches walks' entries (and
+/// twice as many, their frames' index entries): far enough for the host's memory to answer,
+/// near enough for the lines to still be cached.
+const PREFETCH_AHEAD: usize = 8;
 
 /// The OS as the MMU reads it.
 impl<T: crate::pt::PageTable> PageTables for Os<T> {
@@ -247,6 +252,17 @@ impl<S: Scheme> System<S> {
     pub fn step(&mut self, rec: &Record) -> Result<()> {
         let c = rec.core as usize % self.cores.len();
         self.step_on(c, rec)
+    }
+
+    /// Have the host cache what the walk of `rec`, a few records ahead, will read (see
+    /// [`PageTable::prefetch`](crate::pt::PageTable::prefetch)): a
+    /// hint that changes nothing simulated.
+    #[inline]
+    fn prefetch(&self, rec: &Record, what: Prefetch) {
+        use crate::pt::PageTable;
+        if let Ok(table) = self.os.table(rec.pid) {
+            table.prefetch(self.os.store(), rec.vaddr, what);
+        }
     }
 
     /// Simulate one record on core `c`.
@@ -604,7 +620,13 @@ impl<S: Scheme> System<S> {
                     break;
                 }
             }
-            for rec in &buf {
+            for (i, rec) in buf.iter().enumerate() {
+                if let Some(ahead) = buf.get(i + 2 * PREFETCH_AHEAD) {
+                    self.prefetch(ahead, Prefetch::Index);
+                }
+                if let Some(ahead) = buf.get(i + PREFETCH_AHEAD) {
+                    self.prefetch(ahead, Prefetch::Word);
+                }
                 self.step_on(0, rec).map_err(|e| e.at_record(done))?;
                 done += 1;
                 if self.after_step() {
