@@ -135,6 +135,16 @@ pub struct System<S: Scheme> {
 /// near enough for the lines to still be cached.
 const PREFETCH_AHEAD: usize = 8;
 
+/// Whether the page of `buf[j]` is that of one of the three records before it: its walk,
+/// if any, has been prefetched (a record on the same page as a recent one mostly hits the TLB;
+/// prefetching for every record of a sequential stream cost more than the walks it helped).
+#[inline(always)]
+fn page_recurs(buf: &[Record], j: usize) -> bool {
+    let page = |r: &Record| (r.vaddr.0 >> 12, r.pid);
+    let p = page(&buf[j]);
+    buf[j.saturating_sub(3)..j].iter().any(|r| page(r) == p)
+}
+
 /// The OS as the MMU reads it.
 impl<T: crate::pt::PageTable> PageTables for Os<T> {
     type Table = T;
@@ -621,11 +631,13 @@ impl<S: Scheme> System<S> {
                 }
             }
             for (i, rec) in buf.iter().enumerate() {
-                if let Some(ahead) = buf.get(i + 2 * PREFETCH_AHEAD) {
-                    self.prefetch(ahead, Prefetch::Index);
-                }
-                if let Some(ahead) = buf.get(i + PREFETCH_AHEAD) {
-                    self.prefetch(ahead, Prefetch::Word);
+                for (ahead, what) in [
+                    (2 * PREFETCH_AHEAD, Prefetch::Index),
+                    (PREFETCH_AHEAD, Prefetch::Word),
+                ] {
+                    if i + ahead < buf.len() && !page_recurs(&buf, i + ahead) {
+                        self.prefetch(&buf[i + ahead], what);
+                    }
                 }
                 self.step_on(0, rec).map_err(|e| e.at_record(done))?;
                 done += 1;
