@@ -118,6 +118,10 @@ impl Mshrs {
         // first release after which fewer than `registers` are held (what the search one
         // release at a time below finds, without its scans).
         let mut released = held.partition_point(|&(_, until)| until <= at);
+        if n - released < self.registers {
+            // Fewer unreleased than registers, begun by `at` or not.
+            return 0;
+        }
         let mut begun = froms.partition_point(|&from| from <= at);
         if begun - released < self.registers {
             return 0;
