@@ -306,10 +306,20 @@ impl Core {
             }
         } else {
             let total = self.dispatch_slots_used + n;
-            (
-                self.dispatch_cycle + (total - 1) / self.width,
-                (total - 1) % self.width + 1,
-            )
+            if total <= 2 * self.width {
+                // A few instructions (the non-memory ones between two memory records, most
+                // often): this cycle's slots or the next's, without a division.
+                if total <= self.width {
+                    (self.dispatch_cycle, total)
+                } else {
+                    (self.dispatch_cycle + 1, total - self.width)
+                }
+            } else {
+                (
+                    self.dispatch_cycle + (total - 1) / self.width,
+                    (total - 1) % self.width + 1,
+                )
+            }
         };
         let older_retire = self.enter_ring(n);
         self.instr += n;

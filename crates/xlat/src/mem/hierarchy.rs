@@ -88,6 +88,9 @@ struct Mshrs {
     /// No access of this core is issued before this cycle (its dispatch clock), so intervals
     /// ending by then can never delay one again and are dropped.
     floor: u64,
+    /// The `from` of every interval in `held`, in order: with `held`'s releases, the
+    /// registers held at a cycle are a difference of two counts (see [`Mshrs::wait`]).
+    froms: Vec<u64>,
 }
 
 impl Mshrs {
@@ -96,6 +99,7 @@ impl Mshrs {
             registers: registers.max(1),
             held: Vec::new(),
             floor: 0,
+            froms: Vec::new(),
         }
     }
 
@@ -103,6 +107,42 @@ impl Mshrs {
     /// held at the candidate cycle, the candidate moves to the earliest release among them.
     #[inline]
     fn wait(&self, at: u64) -> u64 {
+        let (held, froms) = (&self.held, &self.froms);
+        let n = held.len();
+        if n < self.registers {
+            return 0;
+        }
+        // Every interval ends after it begins, so those released by `t` (a prefix of `held`)
+        // are among those begun by `t` (a prefix of `froms`), and the registers held at `t`
+        // number the difference. It drops only at releases: the wait ends at `at` or at the
+        // first release after which fewer than `registers` are held (what the search one
+        // release at a time below finds, without its scans).
+        let mut released = held.partition_point(|&(_, until)| until <= at);
+        if n - released < self.registers {
+            // Fewer unreleased than registers, begun by `at` or not.
+            return 0;
+        }
+        let mut begun = froms.partition_point(|&from| from <= at);
+        if begun - released < self.registers {
+            return 0;
+        }
+        loop {
+            let t = held[released].1;
+            while released < n && held[released].1 <= t {
+                released += 1;
+            }
+            while begun < n && froms[begun] <= t {
+                begun += 1;
+            }
+            if begun - released < self.registers {
+                return t - at;
+            }
+        }
+    }
+
+    /// [`Mshrs::wait`] one release at a time: the reference its tests compare it with.
+    #[cfg(test)]
+    fn wait_by_releases(&self, at: u64) -> u64 {
         if self.held.len() < self.registers {
             return 0;
         }
@@ -140,7 +180,7 @@ impl Mshrs {
             let floor = self.floor;
             self.held.retain(|&(_, until)| until > floor);
             // A burst issued at one cycle (a page copy: every line at once) does not move
-            // the floor. Keep the intervals that end last, so that `wait` stays O(registers²)
+            // the floor. Keep the intervals that end last, so that `wait` stays O(registers)
             // per miss; the dropped ones end first and can only delay requests issued
             // before the burst's.
             if self.held.len() >= 2 * self.registers {
@@ -149,9 +189,21 @@ impl Mshrs {
                 self.held.truncate(self.registers);
                 self.held.reverse();
             }
+            self.froms.clear();
+            self.froms.extend(self.held.iter().map(|&(from, _)| from));
+            self.froms.sort_unstable();
         }
-        // Misses mostly return in the order they are issued: this is nearly always the end.
-        let at = self.held.partition_point(|&(_, u)| u <= until);
+        // Misses mostly begin and return in the order they are issued: both go at or near the
+        // end, found by searching back from it (where a bisection's loads wait on each other).
+        let mut at = self.froms.len();
+        while at > 0 && self.froms[at - 1] > from {
+            at -= 1;
+        }
+        self.froms.insert(at, from);
+        let mut at = self.held.len();
+        while at > 0 && self.held[at - 1].1 > until {
+            at -= 1;
+        }
         self.held.insert(at, (from, until));
     }
 }
@@ -422,6 +474,35 @@ mod tests {
         assert_eq!(h.mshr_stats.waits, waits);
         h.access(PhysAddr(6 * 8192), MemKind::DATA, false, 1001, Level::L1d);
         assert_eq!(h.mshr_stats.waits, waits + 1);
+    }
+
+    #[test]
+    fn mshr_wait_agrees_with_release_by_release() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |bound: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % bound
+        };
+        for registers in [1, 2, 3, 12] {
+            let mut m = Mshrs::new(registers);
+            let mut clock = 0;
+            for _ in 0..20_000 {
+                clock += next(3);
+                m.floor = clock;
+                // Mostly in order, sometimes issued out of order (earlier or later).
+                let at = clock + next(40) - if next(4) == 0 { next(clock + 1) } else { 0 };
+                let wait = m.wait(at);
+                assert_eq!(
+                    wait,
+                    m.wait_by_releases(at),
+                    "{registers} registers at {at}"
+                );
+                let from = at + wait;
+                m.hold(from, from + 1 + next(300));
+            }
+        }
     }
 
     #[test]

@@ -160,7 +160,7 @@ pub struct BuddyAllocator {
     free_frames: u64,
     free: [BTreeSet<u64>; ORDERS],
     /// Allocated frames compaction may migrate (see `compaction`).
-    movable: BTreeSet<u64>,
+    movable: compaction::FrameSet,
     /// Migrations not yet taken by the OS (old frame, new frame).
     moves: Vec<(Pfn, Pfn)>,
     compaction: Option<CompactionPolicy>,
@@ -216,7 +216,7 @@ impl BuddyAllocator {
             total: frames,
             free_frames: frames,
             free,
-            movable: BTreeSet::new(),
+            movable: compaction::FrameSet::new(frames),
             moves: Vec::new(),
             compaction: None,
             stats: BuddyStats::default(),

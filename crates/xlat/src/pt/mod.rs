@@ -63,6 +63,16 @@ pub trait PageTable: Send {
     fn note_walk(&mut self, _ctx: &mut PtContext, _vpn: Vpn, _dram_refs: u32) -> bool {
         false
     }
+    /// A walk of `va` is coming: have the host cache the entries it will read that it likely
+    /// does not hold, in the step `what` of [`store::PtStore::prefetch`] (a hint for the host
+    /// only: nothing simulated changes). Most organisations give none.
+    fn prefetch(
+        &self,
+        _store: &store::PtStore,
+        _va: crate::addr::VirtAddr,
+        _what: store::Prefetch,
+    ) {
+    }
     /// Width of the virtual addresses the table translates (57 for a 5-level radix tree).
     fn va_bits(&self) -> u32 {
         48

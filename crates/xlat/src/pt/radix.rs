@@ -124,6 +124,21 @@ impl RadixPageTable {
 }
 
 impl PageTable for RadixPageTable {
+    /// The upper levels are few tables, read often, that the host keeps cached: read them to
+    /// find the leaf entry, the one a walk of a random page misses in the host's caches.
+    #[inline]
+    fn prefetch(&self, store: &super::store::PtStore, va: VirtAddr, what: super::store::Prefetch) {
+        let mut table = self.root;
+        for level in (2..=self.levels).rev() {
+            let e = store.read(entry_addr(table, va, level));
+            if e & PRESENT == 0 || leaf_size(e, level).is_some() {
+                return;
+            }
+            table = entry_frame(e);
+        }
+        store.prefetch(entry_addr(table, va, 1), what);
+    }
+
     fn map(&mut self, ctx: &mut PtContext, vpn: Vpn, pfn: Pfn, size: PageSize) -> Result<()> {
         let va = vpn.addr();
         let leaf = leaf_level(size);

@@ -17,6 +17,86 @@
 use super::{block_frames, BuddyAllocator};
 use crate::addr::Pfn;
 
+/// A set of frame numbers, one bit per frame of memory: every 4 KiB data page a process maps
+/// is marked, so marking must be cheap (an ordered tree cost a fault or a populated page more
+/// than its page-table update). Iterates in address order, as the tree did.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct FrameSet {
+    words: Vec<u64>,
+}
+
+impl FrameSet {
+    /// An empty set of frames below `frames`.
+    pub(super) fn new(frames: u64) -> FrameSet {
+        FrameSet {
+            words: vec![0; frames.div_ceil(64) as usize],
+        }
+    }
+
+    pub(super) fn insert(&mut self, frame: u64) {
+        let w = (frame / 64) as usize;
+        if w >= self.words.len() {
+            self.words.resize(w + 1, 0);
+        }
+        self.words[w] |= 1 << (frame % 64);
+    }
+
+    pub(super) fn remove(&mut self, frame: u64) {
+        if let Some(word) = self.words.get_mut((frame / 64) as usize) {
+            *word &= !(1 << (frame % 64));
+        }
+    }
+
+    /// The frames in `start..end`, in order.
+    pub(super) fn range(&self, start: u64, end: u64) -> impl Iterator<Item = u64> + '_ {
+        let end = end.min(self.words.len() as u64 * 64);
+        let (first, last) = (start / 64, end.div_ceil(64));
+        (first..last.max(first)).flat_map(move |w| {
+            let mut bits = self.words[w as usize];
+            // Only the bits of `start..end` in this word.
+            if w * 64 < start {
+                bits &= u64::MAX << (start - w * 64);
+            }
+            if (w + 1) * 64 > end {
+                bits &= u64::MAX >> ((w + 1) * 64 - end);
+            }
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros() as u64;
+                    bits &= bits - 1;
+                    w * 64 + b
+                })
+            })
+        })
+    }
+
+    /// How many frames of `start..end` the set holds.
+    pub(super) fn count(&self, start: u64, end: u64) -> u64 {
+        let end = end.min(self.words.len() as u64 * 64);
+        if start >= end {
+            return 0;
+        }
+        let (first, last) = (start / 64, end.div_ceil(64));
+        (first..last)
+            .map(|w| {
+                let mut bits = self.words[w as usize];
+                if w * 64 < start {
+                    bits &= u64::MAX << (start - w * 64);
+                }
+                if (w + 1) * 64 > end {
+                    bits &= u64::MAX >> ((w + 1) * 64 - end);
+                }
+                bits.count_ones() as u64
+            })
+            .sum()
+    }
+
+    /// Every frame in the set, in order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.range(0, self.words.len() as u64 * 64)
+    }
+}
+
 /// When the allocator may compact, set by the OS at boot.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CompactionPolicy {
@@ -33,12 +113,14 @@ impl BuddyAllocator {
 
     /// Mark allocated frames as movable by compaction (fragmentation pins).
     pub fn mark_movable(&mut self, frames: impl IntoIterator<Item = Pfn>) {
-        self.movable.extend(frames.into_iter().map(|p| p.0));
+        for p in frames {
+            self.movable.insert(p.0);
+        }
     }
 
     /// A movable frame was freed (or became unmovable).
     pub fn unmark_movable(&mut self, frame: Pfn) {
-        self.movable.remove(&frame.0);
+        self.movable.remove(frame.0);
     }
 
     /// The frames compaction migrated since the last call, as (old, new): their owners must
@@ -49,7 +131,7 @@ impl BuddyAllocator {
 
     /// The movable frames, in address order.
     pub fn movable_frames(&self) -> impl Iterator<Item = Pfn> + '_ {
-        self.movable.iter().map(|&f| Pfn(f))
+        self.movable.iter().map(Pfn)
     }
 
     /// Allocate `2^order` contiguous frames: a free block if there is one, otherwise a range
@@ -78,7 +160,7 @@ impl BuddyAllocator {
         let mut best: Option<(u64, u64)> = None;
         for start in (0..self.total / size).map(|r| r * size) {
             let end = start + size;
-            let moves = self.movable.range(start..end).count() as u64;
+            let moves = self.movable.count(start, end);
             if best.is_some_and(|(_, m)| moves >= m) {
                 continue;
             }
@@ -105,13 +187,13 @@ impl BuddyAllocator {
                 self.free_frames -= block_frames(o);
             }
         }
-        let pins: Vec<u64> = self.movable.range(start..end).copied().collect();
+        let pins: Vec<u64> = self.movable.range(start, end).collect();
         debug_assert_eq!(pins.len() as u64, moves);
         for old in pins {
             let new = self
                 .alloc(0)
                 .expect("free frames outside the range were counted");
-            self.movable.remove(&old);
+            self.movable.remove(old);
             self.movable.insert(new.0);
             self.moves.push((Pfn(old), new));
         }
@@ -125,6 +207,39 @@ impl BuddyAllocator {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn frame_set_agrees_with_an_ordered_set() {
+        use std::collections::BTreeSet;
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |bound: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % bound
+        };
+        let frames = 1000;
+        let (mut set, mut tree) = (super::FrameSet::new(frames), BTreeSet::new());
+        for _ in 0..5000 {
+            let f = next(frames);
+            if next(3) == 0 {
+                set.remove(f);
+                tree.remove(&f);
+            } else {
+                set.insert(f);
+                tree.insert(f);
+            }
+            let (a, b) = (next(frames + 100), next(frames + 100));
+            let (start, end) = (a.min(b), a.max(b));
+            let want: Vec<u64> = tree.range(start..end).copied().collect();
+            assert_eq!(set.range(start, end).collect::<Vec<_>>(), want);
+            assert_eq!(set.count(start, end), want.len() as u64);
+        }
+        assert_eq!(
+            set.iter().collect::<Vec<_>>(),
+            tree.iter().copied().collect::<Vec<_>>()
+        );
+    }
+
     use super::*;
     use crate::rng::{stream, Rng};
 

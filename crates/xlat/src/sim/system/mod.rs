@@ -23,7 +23,7 @@ use crate::mmu::{
     FaultRequest, Found, Mmu, MmuScheme, MmuSnapshot, Outcome, PageTables, Translation,
 };
 use crate::os::{AddressSpaces, Os};
-use crate::pt::store::PtStore;
+use crate::pt::store::{Prefetch, PtStore};
 use crate::pt::PtContext;
 use crate::schemes::{BuildCtx, Scheme, TableOf};
 use crate::stats::{
@@ -128,6 +128,21 @@ pub struct System<S: Scheme> {
     /// (in order, every access free), so whatever a translation fills with a ready time —
     /// walkers, the range TLB — is ready for the records after it.
     ff_clock: u64,
+}
+
+/// How many records ahead of the one stepping the run loop prefetches walks' entries (and
+/// twice as many, their frames' index entries): far enough for the host's memory to answer,
+/// near enough for the lines to still be cached.
+const PREFETCH_AHEAD: usize = 8;
+
+/// Whether the page of `buf[j]` is that of one of the three records before it: its walk,
+/// if any, has been prefetched (a record on the same page as a recent one mostly hits the TLB;
+/// prefetching for every record of a sequential stream cost more than the walks it helped).
+#[inline(always)]
+fn page_recurs(buf: &[Record], j: usize) -> bool {
+    let page = |r: &Record| (r.vaddr.0 >> 12, r.pid);
+    let p = page(&buf[j]);
+    buf[j.saturating_sub(3)..j].iter().any(|r| page(r) == p)
 }
 
 /// The OS as the MMU reads it.
@@ -262,6 +277,17 @@ impl<S: Scheme> System<S> {
     pub fn step(&mut self, rec: &Record) -> Result<()> {
         let c = rec.core as usize % self.cores.len();
         self.step_on(c, rec)
+    }
+
+    /// Have the host cache what the walk of `rec`, a few records ahead, will read (see
+    /// [`PageTable::prefetch`](crate::pt::PageTable::prefetch)): a
+    /// hint that changes nothing simulated.
+    #[inline]
+    fn prefetch(&self, rec: &Record, what: Prefetch) {
+        use crate::pt::PageTable;
+        if let Ok(table) = self.os.table(rec.pid) {
+            table.prefetch(self.os.store(), rec.vaddr, what);
+        }
     }
 
     /// Simulate one record on core `c`.
@@ -622,7 +648,15 @@ impl<S: Scheme> System<S> {
                     break;
                 }
             }
-            for rec in &buf {
+            for (i, rec) in buf.iter().enumerate() {
+                for (ahead, what) in [
+                    (2 * PREFETCH_AHEAD, Prefetch::Index),
+                    (PREFETCH_AHEAD, Prefetch::Word),
+                ] {
+                    if i + ahead < buf.len() && !page_recurs(&buf, i + ahead) {
+                        self.prefetch(&buf[i + ahead], what);
+                    }
+                }
                 self.step_on(0, rec).map_err(|e| e.at_record(done))?;
                 done += 1;
                 if self.after_step() {
