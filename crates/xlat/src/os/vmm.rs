@@ -425,8 +425,8 @@ impl Vmm {
         }
         let mut at = vpn.0;
         while at < vpn.0 + gsize.base_pages() {
-            let Some((_, size)) = self.host.shadows[pid as usize]
-                .lookup(&self.host.store, Vpn(at).addr())
+            let Some((_, size)) =
+                self.host.shadows[pid as usize].lookup(&self.host.store, Vpn(at).addr())
             else {
                 at += 1;
                 continue;

@@ -430,9 +430,7 @@ impl MmuScheme for ShadowWalker {
         env: &mut WalkEnv<'_, RadixPageTable>,
         plan: &mut WalkPlan,
     ) -> Option<(Pfn, PageSize)> {
-        let host = env
-            .host
-            .expect("shadow paging runs on a VMM (Scheme::vmm)");
+        let host = env.host.expect("shadow paging runs on a VMM (Scheme::vmm)");
         let shadow = &host.shadows[asid as usize];
         self.radix.plan(va, asid, shadow, &host.store, plan)
     }
