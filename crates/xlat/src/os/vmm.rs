@@ -12,8 +12,8 @@
 use crate::addr::{PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::physmem::{BuddyAllocator, MAX_ORDER};
-use crate::pt::direct::{DirectSegment, EscapeFilter};
-use crate::pt::host::{HostTable, Segment};
+use crate::pt::direct::{DirectSegment, EscapeFilter, Segment};
+use crate::pt::host::HostTable;
 use crate::pt::radix::RadixPageTable;
 use crate::pt::store::PtStore;
 use crate::pt::{PageTable, PtContext};

@@ -7,10 +7,46 @@
 //! that is not (a false positive): that page then translates through paging too, so the OS
 //! maps it at its segment address as well.
 
-use super::host::Segment;
 use crate::rng::Rng;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
+
+/// A direct segment (Basu et al., ISCA'13; Gandhi et al. §II-B): the addresses
+/// `BASE <= a < LIMIT` translate to `a - BASE + to`, by one addition and no page table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Segment {
+    pub base: u64,
+    pub limit: u64,
+    /// Where `base` lands: `OFFSET = to - base`.
+    pub to: u64,
+}
+
+impl Segment {
+    /// The segment mapping `[base, base + bytes)` to `[to, to + bytes)`.
+    pub fn new(base: u64, bytes: u64, to: u64) -> Segment {
+        Segment {
+            base,
+            limit: base + bytes,
+            to,
+        }
+    }
+
+    /// The base-bound check.
+    #[inline]
+    pub fn contains(&self, a: u64) -> bool {
+        self.base <= a && a < self.limit
+    }
+
+    /// `a + OFFSET` (for `a` inside the segment).
+    #[inline]
+    pub fn apply(&self, a: u64) -> u64 {
+        a - self.base + self.to
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.limit - self.base
+    }
+}
 
 /// An H3-hashed Bloom filter of page numbers (Gandhi et al. §IX-C: 256 bits, 4 H3 hashes).
 /// H3 (Carter and Wegman) hashes a key by XOR-ing one random row per set key bit: one level
@@ -200,6 +236,15 @@ impl SegmentStats {
 mod tests {
     use super::*;
     use crate::rng::stream;
+
+    #[test]
+    fn a_segment_adds_its_offset_inside_its_bounds_only() {
+        let s = Segment::new(0x1000_0000, 0x4000_0000, 0x2_0000_0000);
+        assert!(s.contains(0x1000_0000) && s.contains(0x4fff_ffff));
+        assert!(!s.contains(0x0fff_ffff) && !s.contains(0x5000_0000));
+        assert_eq!(s.apply(0x1000_1234), 0x2_0000_1234);
+        assert_eq!(s.bytes(), 0x4000_0000);
+    }
 
     #[test]
     fn the_filter_has_no_false_negatives_and_few_false_positives_at_16_pages() {

@@ -9,44 +9,6 @@ use super::direct::DirectSegment;
 use super::radix::RadixPageTable;
 use super::store::PtStore;
 use crate::addr::{PageSize, Pfn, PhysAddr, VirtAddr};
-use serde::Serialize;
-
-/// A direct segment (Basu et al., ISCA'13; Gandhi et al. §II-B): the addresses
-/// `BASE <= a < LIMIT` translate to `a - BASE + to`, by one addition and no page table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Segment {
-    pub base: u64,
-    pub limit: u64,
-    /// Where `base` lands: `OFFSET = to - base`.
-    pub to: u64,
-}
-
-impl Segment {
-    /// The segment mapping `[base, base + bytes)` to `[to, to + bytes)`.
-    pub fn new(base: u64, bytes: u64, to: u64) -> Segment {
-        Segment {
-            base,
-            limit: base + bytes,
-            to,
-        }
-    }
-
-    /// The base-bound check.
-    #[inline]
-    pub fn contains(&self, a: u64) -> bool {
-        self.base <= a && a < self.limit
-    }
-
-    /// `a + OFFSET` (for `a` inside the segment).
-    #[inline]
-    pub fn apply(&self, a: u64) -> u64 {
-        a - self.base + self.to
-    }
-
-    pub fn bytes(&self) -> u64 {
-        self.limit - self.base
-    }
-}
 
 /// The VMM's gPA → hPA mapping as the MMU reads it.
 pub struct HostTable {
@@ -96,15 +58,6 @@ pub fn compose(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_segment_adds_its_offset_inside_its_bounds_only() {
-        let s = Segment::new(0x1000_0000, 0x4000_0000, 0x2_0000_0000);
-        assert!(s.contains(0x1000_0000) && s.contains(0x4fff_ffff));
-        assert!(!s.contains(0x0fff_ffff) && !s.contains(0x5000_0000));
-        assert_eq!(s.apply(0x1000_1234), 0x2_0000_1234);
-        assert_eq!(s.bytes(), 0x4000_0000);
-    }
 
     #[test]
     fn composing_keeps_the_smaller_page_and_the_offset() {

@@ -221,6 +221,21 @@ impl NestedWalker {
 /// (Gandhi §VII counts 1 cycle per check).
 const SEGMENT_CYCLES: u64 = 1;
 
+/// What a side path of segment registers answers: the page a segment translated, if any.
+fn segment_hit(page: Option<(Pfn, PageSize)>) -> (Option<StageHit>, u64) {
+    match page {
+        Some((pfn, size)) => {
+            let hit = StageHit {
+                pfn,
+                size,
+                latency: SEGMENT_CYCLES,
+            };
+            (Some(hit), SEGMENT_CYCLES)
+        }
+        None => (None, 0),
+    }
+}
+
 impl MmuScheme for NestedWalker {
     type Table = RadixPageTable;
     type Shared = ();
@@ -236,18 +251,9 @@ impl MmuScheme for NestedWalker {
         _mem: &mut Hierarchy,
         _shared: &mut (),
     ) -> (Option<StageHit>, u64) {
-        match walker::dual_direct(tables.segment(asid), tables.host(), va) {
-            Some((pfn, size)) => {
-                self.dual_direct_hits += 1;
-                let hit = StageHit {
-                    pfn,
-                    size,
-                    latency: SEGMENT_CYCLES,
-                };
-                (Some(hit), SEGMENT_CYCLES)
-            }
-            None => (None, 0),
-        }
+        let page = walker::dual_direct(tables.segment(asid), tables.host(), va);
+        self.dual_direct_hits += page.is_some() as u64;
+        segment_hit(page)
     }
 
     fn plan_walk(
@@ -350,17 +356,11 @@ impl MmuScheme for SegmentedRadix {
         _mem: &mut Hierarchy,
         _shared: &mut (),
     ) -> (Option<StageHit>, u64) {
-        match walker::guest_segment_page(tables.segment(asid), va, &mut self.segment) {
-            Some((pfn, size)) => {
-                let hit = StageHit {
-                    pfn,
-                    size,
-                    latency: SEGMENT_CYCLES,
-                };
-                (Some(hit), SEGMENT_CYCLES)
-            }
-            None => (None, 0),
-        }
+        segment_hit(walker::guest_segment_page(
+            tables.segment(asid),
+            va,
+            &mut self.segment,
+        ))
     }
 
     fn plan_walk(
