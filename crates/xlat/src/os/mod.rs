@@ -558,7 +558,7 @@ impl<T: PageTable> Os<T> {
         let table_bytes = p.pt.bytes();
         let mapped = p.fault(&mut ctx, frames, va, paging, &mut faults);
         // Guest page-table writes: the leaf, and one per table page the mapping added.
-        let pt_writes = 1 + (p.pt.bytes() - table_bytes) / 4096;
+        let pt_writes = 1 + p.pt.bytes().saturating_sub(table_bytes) / 4096;
         let mut alloc_cycles = p.pt.take_alloc_cycles();
         let mut rehash_cycles = p.pt.take_rehash_cycles();
         self.stats.faults = faults;
