@@ -216,11 +216,10 @@ NOTES = (
     "KVM guest, and predicts its new modes with a linear model (Table IV); we simulate every "
     "bar on the Utopia Table 1 system (baseline-radix) at smaller inputs, and take T_ideal from "
     "a perfect-TLB run rather than by subtracting walk cycles. Nested translations share the L2 "
-    "TLB as on the paper's machine. Guest Direct and Dual Direct give each process's first "
-    "anonymous mapping of 16 MiB or more a guest segment (the paper's primary region holds the "
-    "whole heap), made by self-ballooning on the 40%-fragmented guest; a workload whose big "
-    "data is not in that mapping walks the rest in 2D. Shadow paging pays a trap per guest "
-    "page-table write; our kvstore maps its slabs before the measured part, where the paper's "
+    "TLB as on the paper's machine. Guest Direct and Dual Direct map each process's primary "
+    "region (its anonymous mappings of 16 MiB or more, back to back) with a guest segment, made "
+    "by self-ballooning on the 40%-fragmented guest; smaller mappings walk in 2D. Shadow "
+    "paging pays a trap per guest page-table write; our kvstore maps its slabs before the measured part, where the paper's "
     "memcached keeps allocating, so its shadow slowdown here is far below the paper's."
 )
 

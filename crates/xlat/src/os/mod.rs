@@ -215,6 +215,9 @@ pub struct SegmentOsStats {
     pub created: u64,
     /// Primary regions left paged: no contiguous memory, even after self-ballooning.
     pub failed: u64,
+    /// Later large mappings of a primary region the segment could not grow over (the frames
+    /// after its memory were taken): they are paged.
+    pub not_extended: u64,
     /// Bytes the segments map.
     pub bytes: u64,
     /// Frames self-ballooning took from the guest (and hot-plugged back contiguous).
@@ -413,12 +416,44 @@ impl<T: PageTable> Os<T> {
             }
             k => k,
         };
-        let va = self.process_mut(pid)?.mmap(bytes, kind)?;
         let ds = &self.cfg.direct_segment;
-        if ds.enabled && bytes >= ds.min_bytes && self.process(pid)?.segment.is_none() {
-            self.create_segment(pid, va, bytes)?;
+        let primary = ds.enabled && bytes >= ds.min_bytes && kind != MapKind::Huge1G;
+        if !primary {
+            return self.process_mut(pid)?.mmap(bytes, kind);
+        }
+        let va = self.process_mut(pid)?.mmap_primary(bytes, kind)?;
+        match self.process(pid)?.segment.as_ref().map(|d| d.seg) {
+            None => self.create_segment(pid, va, bytes)?,
+            Some(seg) if seg.limit == va.0 => self.extend_segment(pid, bytes)?,
+            Some(_) => {}
         }
         Ok(va)
+    }
+
+    /// Grow `pid`'s segment over the `bytes` just mapped after it, if the physical frames
+    /// right after its memory are free or self-ballooning can hot-plug them there; otherwise
+    /// the new mapping is paged (`os.segments.not_extended`).
+    fn extend_segment(&mut self, pid: u16, bytes: u64) -> Result<()> {
+        let frames = crate::addr::page_rounded(bytes) >> 12;
+        let seg = self.process(pid)?.segment.as_ref().map(|d| d.seg);
+        let Some(seg) = seg else { return Ok(()) };
+        let at = (seg.to + seg.bytes()) >> 12;
+        self.back_allocations()?;
+        let mut got = self.buddy.alloc_range(at, frames);
+        if !got && self.cfg.direct_segment.self_balloon {
+            let hot = self.self_balloon_at(at, frames);
+            got = hot && self.buddy.alloc_range(at, frames);
+        }
+        if !got {
+            self.segments.not_extended += 1;
+            return Ok(());
+        }
+        if let Some(ds) = self.process_mut(pid)?.segment.as_mut() {
+            ds.extend(frames << 12);
+        }
+        self.segments.bytes += frames << 12;
+        self.back_allocations()?;
+        Ok(())
     }
 
     /// Give `pid`'s primary region `[va, va + bytes)` a direct segment: contiguous physical
@@ -450,6 +485,13 @@ impl<T: PageTable> Os<T> {
         // The guest zeroes the region it reserved: the VMM backs it now (not a fault).
         self.back_allocations()?;
         Ok(())
+    }
+
+    /// Self-ballooning to grow a segment: hot-plug `frames` only if the reserve's next frames
+    /// start at `at`, right after the segment's memory.
+    fn self_balloon_at(&mut self, at: u64, frames: u64) -> bool {
+        let next = self.vmm.as_ref().map(|v| v.layout().reserve.0);
+        next == Some(at) && self.self_balloon(frames) == Some(at)
     }
 
     /// Self-ballooning (Gandhi §IV, Fig 9): the balloon driver takes `frames` free frames

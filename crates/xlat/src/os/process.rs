@@ -85,7 +85,13 @@ pub struct Process<T: PageTable> {
     /// The direct segment mapping the process's primary region (`os.direct_segment`): the
     /// segment registers of its context, with its escape filter.
     pub segment: Option<DirectSegment>,
+    /// The primary region's window of virtual addresses `(next, end)`: large mappings go
+    /// there one after the other, so that one segment can grow to map them all.
+    primary: Option<(u64, u64)>,
 }
+
+/// Virtual addresses set aside for a primary region (1 TiB); other mappings go above it.
+const PRIMARY_WINDOW: u64 = 1 << 40;
 
 impl<T: PageTable> Process<T> {
     /// `va57`: the page table translates 57-bit virtual addresses (5-level radix).
@@ -107,6 +113,7 @@ impl<T: PageTable> Process<T> {
             frames: FxHashMap::default(),
             swapped: Default::default(),
             segment: None,
+            primary: None,
         }
     }
 
@@ -152,6 +159,38 @@ impl<T: PageTable> Process<T> {
         };
         self.vmas.insert(vma.start.0, vma);
         Ok(VirtAddr(start))
+    }
+
+    /// Map `bytes` in the primary region (Basu et al.'s abstraction for big-memory data):
+    /// right after the region's last mapping, with no gap, so that the region stays
+    /// contiguous. The first call sets the window aside.
+    pub(super) fn mmap_primary(&mut self, bytes: u64, kind: MapKind) -> Result<VirtAddr> {
+        let len = page_rounded(bytes);
+        let (next, end) = match self.primary {
+            Some(w) => w,
+            None => {
+                let start =
+                    self.next_va.div_ceil(PageSize::Size2M.bytes()) * PageSize::Size2M.bytes();
+                let end = start + PRIMARY_WINDOW;
+                if end > self.va_limit {
+                    return self.mmap(bytes, kind);
+                }
+                self.next_va = end + PageSize::Size2M.bytes();
+                (start, end)
+            }
+        };
+        if next + len > end {
+            return self.mmap(bytes, kind);
+        }
+        self.primary = Some((next + len, end));
+        let vma = Vma {
+            start: VirtAddr(next).vpn(),
+            end: VirtAddr(next + len).vpn(),
+            kind,
+            catch_all: false,
+        };
+        self.vmas.insert(vma.start.0, vma);
+        Ok(VirtAddr(next))
     }
 
     pub(super) fn map_everything(&mut self) {

@@ -154,6 +154,12 @@ impl DirectSegment {
         self.regs.to += 2 * 4096;
     }
 
+    /// Grow the segment (and its registers) by `bytes` past its limit.
+    pub fn extend(&mut self, bytes: u64) {
+        self.seg.limit += bytes;
+        self.regs.limit += bytes;
+    }
+
     /// The hardware's translation of `a` (inside the registers' bounds).
     #[inline]
     pub fn apply(&self, a: u64) -> u64 {

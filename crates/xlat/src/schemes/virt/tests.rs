@@ -217,3 +217,29 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_primary_region_grows_one_segment_over_its_later_large_mappings() {
+    let v = VirtConfig::default();
+    let mut cfg = config(512);
+    cfg.direct_segment.enabled = true;
+    let tables = Box::new(|pt: &mut PtContext, _| RadixPageTable::new(pt, 4));
+    let vmm = Vmm::new(&v.vmm(512 * MIB, false), 512 * MIB, 7).unwrap();
+    let mut os = Os::new(&cfg, 7, tables, Box::new(BuddyFrames), Some(vmm)).unwrap();
+    let pid = os.spawn().unwrap();
+    let a = os.mmap(pid, 32 * MIB, MapKind::Anon).unwrap();
+    let small = os.mmap(pid, MIB, MapKind::Anon).unwrap();
+    let b = os.mmap(pid, 64 * MIB, MapKind::Anon).unwrap();
+    // The large mappings sit back to back; the small one lies elsewhere.
+    assert_eq!(b.0, a.0 + 32 * MIB);
+    assert!(!(a.0..b.0 + 64 * MIB).contains(&small.0));
+    let seg = os.process(pid).unwrap().segment.as_ref().unwrap().seg;
+    assert_eq!((seg.base, seg.bytes()), (a.0, 96 * MIB));
+    // Both translate through the segment, contiguously, without a fault.
+    let last = VirtAddr(b.0 + 64 * MIB - 8);
+    let p = os.process(pid).unwrap();
+    let first_frame = p.segment_frame(a.vpn()).unwrap();
+    let last_frame = p.segment_frame(last.vpn()).unwrap();
+    assert_eq!(last_frame.0 - first_frame.0, ((96 * MIB) >> 12) - 1);
+    assert!(os.truth(pid, last).is_some());
+}
