@@ -219,8 +219,9 @@ NOTES = (
     "TLB as on the paper's machine. Guest Direct and Dual Direct map each process's primary "
     "region (its anonymous mappings of 16 MiB or more, back to back) with a guest segment, made "
     "by self-ballooning on the 40%-fragmented guest; smaller mappings walk in 2D. Shadow "
-    "paging pays a trap per guest page-table write; our kvstore maps its slabs before the measured part, where the paper's "
-    "memcached keeps allocating, so its shadow slowdown here is far below the paper's."
+    "paging pays a trap per guest page-table write; our kvstore maps its slabs before the "
+    "measured part, where the paper's memcached keeps allocating, so its shadow slowdown here "
+    "is far below the paper's."
 )
 
 register(
