@@ -257,8 +257,6 @@ pub struct Os<T: PageTable> {
     /// guest-physical, and the VMM backs every block its allocator hands out.
     vmm: Option<vmm::Vmm>,
     seed: u64,
-    /// Frames the self-ballooning driver holds (given up to the VMM).
-    ballooned: Vec<Pfn>,
     /// What the OS did for direct segments since boot (set up before any measurement, so
     /// never reset).
     segments: SegmentOsStats,
@@ -332,7 +330,6 @@ impl<T: PageTable> Os<T> {
             swap_cycles: 0,
             vmm,
             seed,
-            ballooned: Vec::new(),
             segments: SegmentOsStats::default(),
         };
         os.back_allocations()?;
@@ -503,9 +500,9 @@ impl<T: PageTable> Os<T> {
             return None;
         }
         let start = vmm.hotplug(frames)?;
+        // The balloon holds its frames for good (given up to the VMM): they stay allocated.
         for _ in 0..frames {
-            let p = self.buddy.alloc(0).expect("free frames were counted");
-            self.ballooned.push(p);
+            self.buddy.alloc(0).expect("free frames were counted");
         }
         // The balloon does not touch its frames: nothing for the VMM to back.
         self.buddy.take_journal();
@@ -596,11 +593,14 @@ impl<T: PageTable> Os<T> {
             eager: self.cfg.eager_paging,
         };
         let mut faults = std::mem::take(&mut self.stats.faults);
+        // Shadow paging traps the guest's page-table writes: the leaf, and one per table page
+        // the mapping adds (counted only when a VMM shadows).
+        let shadowed = self.vmm.as_ref().is_some_and(vmm::Vmm::shadows);
         let (p, mut ctx, frames) = self.process_and_pt(pid)?;
-        let table_bytes = p.pt.bytes();
+        let table_bytes = shadowed.then(|| p.pt.bytes());
         let mapped = p.fault(&mut ctx, frames, va, paging, &mut faults);
-        // Guest page-table writes: the leaf, and one per table page the mapping added.
-        let pt_writes = 1 + p.pt.bytes().saturating_sub(table_bytes) / 4096;
+        let pt_writes =
+            table_bytes.map_or(0, |before| 1 + p.pt.bytes().saturating_sub(before) / 4096);
         let mut alloc_cycles = p.pt.take_alloc_cycles();
         let mut rehash_cycles = p.pt.take_rehash_cycles();
         self.stats.faults = faults;

@@ -9,7 +9,7 @@
 //! out ([`Vmm::back`]), and each host page the VMM maps on the way is one EPT violation, whose
 //! cost the guest's fault pays.
 
-use crate::addr::{PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
+use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::physmem::{BuddyAllocator, MAX_ORDER};
 use crate::pt::direct::{DirectSegment, EscapeFilter, Segment};
@@ -258,11 +258,6 @@ impl Vmm {
     /// What the MMU reads.
     pub fn host(&self) -> &HostTable {
         &self.host
-    }
-
-    /// The host page mapping guest-physical `gpa`.
-    pub fn lookup(&self, gpa: PhysAddr) -> Option<(Pfn, PageSize)> {
-        self.host.lookup(gpa)
     }
 
     /// Back the guest block of `2^order` frames at `gpfn` with host memory where it has none;
