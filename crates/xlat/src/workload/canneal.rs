@@ -156,23 +156,9 @@ impl CannealConfig {
     /// Set `elements` to the most whose netlist fits in `bytes`; `None` if two do not.
     pub fn fit(&mut self, bytes: u64) -> Option<u64> {
         self.input()?;
-        if bytes_of(2) > bytes {
-            return None;
-        }
-        let (mut lo, mut hi) = (
-            2,
-            (bytes / (ELEM_BYTES + 8 * MEAN_FANS) + 2).min(MAX_ELEMENTS),
-        );
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if bytes_of(mid) <= bytes {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        self.elements = lo;
-        Some(bytes_of(lo))
+        let hi = (bytes / (ELEM_BYTES + 8 * MEAN_FANS) + 2).min(MAX_ELEMENTS);
+        self.elements = super::footprint::largest_fitting(2, hi, bytes, bytes_of)?;
+        Some(bytes_of(self.elements))
     }
 
     pub fn min_footprint() -> u64 {

@@ -178,21 +178,9 @@ impl CgConfig {
         let nonzer = self.class()?.nonzer;
         let at = |na: u64| Shape::new(na, nonzer).bytes().unwrap_or(u64::MAX);
         let min = 2 * Shape::new(1, nonzer).mean;
-        if self.min_footprint()? > bytes {
-            return None;
-        }
-        // The footprint grows with the rows: bisect for the largest that fits.
-        let (mut lo, mut hi) = (min, bytes / (COLIDX_BYTES + VALUE_BYTES) + 1);
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if at(mid) <= bytes {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        self.na = lo;
-        Some(at(lo))
+        let hi = bytes / (COLIDX_BYTES + VALUE_BYTES) + 1;
+        self.na = super::footprint::largest_fitting(min, hi, bytes, at)?;
+        Some(at(self.na))
     }
 }
 

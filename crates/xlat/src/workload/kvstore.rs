@@ -152,6 +152,61 @@ impl KvConfig {
             self.buckets
         }
     }
+
+    /// Bytes of simulated memory: the slab pages (at each class's expected share of the items:
+    /// a key's value size is a seeded draw, so a run's pages per class may differ by a few),
+    /// the hash index, and the LRU heads and tails.
+    pub fn footprint(&self) -> u64 {
+        let page = |b: u64| b.div_ceil(4096) * 4096;
+        let classes = slab_classes();
+        let span = self.value_max - self.value_min + 1;
+        let overhead = item_bytes(self.key_bytes, 0);
+        let mut pages = 0;
+        let mut smaller = 0u64;
+        for &chunk in &classes {
+            // Values whose item needs more than the class below and fits this one.
+            let lo = (smaller + 1).saturating_sub(overhead).max(self.value_min);
+            let hi = chunk.saturating_sub(overhead).min(self.value_max);
+            let values = (hi + 1).saturating_sub(lo);
+            let items = (self.keys as f64 * values as f64 / span as f64).ceil() as u64;
+            pages += items.div_ceil(SLAB_PAGE / chunk);
+            smaller = chunk;
+        }
+        pages.max(1) * SLAB_PAGE
+            + page(8 * self.bucket_count())
+            + 2 * page(8 * classes.len() as u64)
+    }
+
+    /// Host bytes of the store's links (per key: item address, class, chain and LRU links;
+    /// per bucket: its chain's head).
+    pub fn host_bytes(&self) -> u64 {
+        21 * self.keys + 4 * self.bucket_count() + (1 << 20)
+    }
+
+    /// The store of one key.
+    pub fn min_footprint(&self) -> u64 {
+        self.with_keys(1).footprint()
+    }
+
+    fn with_keys(&self, keys: u64) -> KvConfig {
+        KvConfig {
+            keys,
+            buckets: 0,
+            ..self.clone()
+        }
+    }
+
+    /// Set `keys` to the most whose store fits in `bytes` (buckets as memcached sizes them);
+    /// `None` if one key does not fit.
+    pub fn fit(&mut self, bytes: u64) -> Option<u64> {
+        let keys = {
+            let at = |keys| self.with_keys(keys).footprint();
+            let hi = (bytes / item_bytes(self.key_bytes, self.value_min) + 2).min(NONE as u64);
+            super::footprint::largest_fitting(1, hi, bytes, at)?
+        };
+        *self = self.with_keys(keys);
+        Some(self.footprint())
+    }
 }
 
 /// Bytes of an item: header, NUL-terminated key, value with its trailing "\r\n".

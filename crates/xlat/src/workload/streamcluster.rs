@@ -185,20 +185,9 @@ impl StreamclusterConfig {
     pub fn fit(&mut self, bytes: u64) -> Option<u64> {
         let s = self.sizes()?;
         let at = |chunk| Sizes { chunk, ..s }.bytes().unwrap_or(u64::MAX);
-        if at(2 * KMAX) > bytes {
-            return None;
-        }
-        let (mut lo, mut hi) = (2 * KMAX, (bytes / (4 * s.dim) + 2).min(1 << 32));
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if at(mid) <= bytes {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        self.chunk = lo;
-        Some(at(lo))
+        let hi = (bytes / (4 * s.dim) + 2).min(1 << 32);
+        self.chunk = super::footprint::largest_fitting(2 * KMAX, hi, bytes, at)?;
+        Some(at(self.chunk))
     }
 
     pub fn min_footprint(&self) -> Option<u64> {
