@@ -205,6 +205,14 @@ impl<V: Copy + Default> SetAssoc<V> {
         Some(&mut self.values[slot])
     }
 
+    /// [`SetAssoc::lookup`] of the tag the last lookup or probe hit ([`SetAssoc::mru_hit`])
+    /// only: the hit that needs no search. `None` says nothing about `tag`.
+    #[inline(always)]
+    pub fn recent(&mut self, set: usize, tag: u64) -> Option<&mut V> {
+        let slot = self.mru_hit(set, tag)?;
+        Some(&mut self.values[slot])
+    }
+
     /// Look `tag` up in `set` as [`SetAssoc::lookup`] does; a miss also says where the tag
     /// would go ([`SetAssoc::fill`]). Under LRU one pass over the set finds both the tag and
     /// the victim: a miss (most accesses of a cache level below the L1) reads each way once

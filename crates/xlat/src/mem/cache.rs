@@ -130,26 +130,47 @@ impl Cache {
     /// (the caller fetches it from below) and may write back a dirty victim.
     #[inline]
     pub fn access(&mut self, line: u64, kind: MemKind, write: bool) -> bool {
+        if self.access_recent(line, kind, write) {
+            return true;
+        }
         let set = self.array.set_of(line);
-        let stat = &mut self.stats.by_kind[kind.index()];
         let vacancy = match self.array.probe(set, line) {
             Ok(b) => {
-                b.dirty |= write;
-                // A line re-used by another kind (e.g. a PT page freed and reused for data) is
-                // re-tagged, so occupancy reflects current contents.
-                b.kind = kind;
-                stat.hits += 1;
+                Self::hit(&mut self.stats, b, kind, write);
                 return true;
             }
             Err(vacancy) => vacancy,
         };
-        stat.misses += 1;
+        self.stats.by_kind[kind.index()].misses += 1;
         if let Some((_, victim)) = self.array.fill(vacancy, line, Block { kind, dirty: write }) {
             if victim.dirty {
                 self.stats.writebacks += 1;
             }
         }
         false
+    }
+
+    /// [`Cache::access`] if `line` is the line the last access hit (a stream's next word): such
+    /// a hit needs no search. Returns whether it was; if not, nothing has changed.
+    #[inline(always)]
+    pub fn access_recent(&mut self, line: u64, kind: MemKind, write: bool) -> bool {
+        let set = self.array.set_of(line);
+        match self.array.recent(set, line) {
+            Some(b) => {
+                Self::hit(&mut self.stats, b, kind, write);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline(always)]
+    fn hit(stats: &mut CacheStats, b: &mut Block, kind: MemKind, write: bool) {
+        b.dirty |= write;
+        // A line re-used by another kind (e.g. a PT page freed and reused for data) is
+        // re-tagged, so occupancy reflects current contents.
+        b.kind = kind;
+        stats.by_kind[kind.index()].hits += 1;
     }
 
     pub fn stats(&self) -> &CacheStats {

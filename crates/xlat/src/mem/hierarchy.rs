@@ -268,7 +268,7 @@ impl Hierarchy {
 
     /// Access `addr` starting at cache level `entry` at cycle `now`.
     /// Returns (latency in cycles, level that served it).
-    #[inline]
+    #[inline(always)]
     pub fn access(
         &mut self,
         addr: PhysAddr,
@@ -279,6 +279,13 @@ impl Hierarchy {
     ) -> (u64, Level) {
         if self.timing == Timing::Untouched {
             return (0, Level::Dram);
+        }
+        // The common case, inlined: the L1D line the last access hit (a stream's next word).
+        if entry == Level::L1d {
+            let l1d = &mut self.private[self.core][0];
+            if l1d.access_recent(addr.line(), kind, write) {
+                return (l1d.latency(), Level::L1d);
+            }
         }
         let line = addr.line();
         let mut latency = 0;
