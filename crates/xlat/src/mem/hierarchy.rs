@@ -280,17 +280,20 @@ impl Hierarchy {
         if self.timing == Timing::Untouched {
             return (0, Level::Dram);
         }
-        // The common case, inlined: the L1D line the last access hit (a stream's next word).
-        if entry == Level::L1d {
-            let l1d = &mut self.private[self.core][0];
-            if l1d.access_recent(addr.line(), kind, write) {
-                return (l1d.latency(), Level::L1d);
-            }
-        }
         let line = addr.line();
-        let mut latency = 0;
         let [l1d, l2] = &mut self.private[self.core];
         let llc = &mut self.llc;
+        // The common case, inlined: a line the entry level recently found (a stream's next
+        // word). A hit there is all of the access (no MSHR, no DRAM).
+        let first = match entry {
+            Level::L1d => &mut *l1d,
+            Level::L2 => &mut *l2,
+            _ => &mut *llc,
+        };
+        if first.access_recent(line, kind, write) {
+            return (first.latency(), entry);
+        }
+        let mut latency = 0;
         let mut served = Level::Dram;
         // One loop, one call site of `Cache::access`: it stays inlined.
         for level in (entry as usize)..3 {
