@@ -205,6 +205,39 @@ impl<V: Copy + Default> SetAssoc<V> {
         Some(&mut self.values[slot])
     }
 
+    /// [`SetAssoc::lookup`] of the tag the last lookup or probe hit ([`SetAssoc::mru_hit`])
+    /// only: the hit that needs no search. `None` says nothing about `tag`.
+    #[inline(always)]
+    pub fn recent(&mut self, set: usize, tag: u64) -> Option<&mut V> {
+        let slot = self.mru_hit(set, tag)?;
+        Some(&mut self.values[slot])
+    }
+
+    /// [`SetAssoc::lookup`] of `tag` if it is at `slot` of `set`, where the caller saw it last
+    /// ([`SetAssoc::last_slot`]): a search would find it there, in an array that holds a tag
+    /// at most once per set (a cache). The search is skipped; the replacement update is not.
+    /// `None` says nothing about `tag`.
+    #[inline(always)]
+    pub fn hit_at(&mut self, set: usize, tag: u64, slot: usize) -> Option<&mut V> {
+        if self.tags[slot] != tag {
+            return None;
+        }
+        debug_assert_eq!(self.find(set, tag), Some(slot));
+        if self.mru_hit(set, tag).is_none() {
+            self.touch(slot);
+            self.remember(set, tag, slot);
+        }
+        Some(&mut self.values[slot])
+    }
+
+    /// The slot the last lookup or probe hit, or the last fill filled, if the array has not
+    /// changed otherwise since.
+    #[inline(always)]
+    pub fn last_slot(&self) -> Option<usize> {
+        let (_, _, slot) = self.mru;
+        (slot != NO_MRU.2).then_some(slot)
+    }
+
     /// Look `tag` up in `set` as [`SetAssoc::lookup`] does; a miss also says where the tag
     /// would go ([`SetAssoc::fill`]). Under LRU one pass over the set finds both the tag and
     /// the victim: a miss (most accesses of a cache level below the L1) reads each way once

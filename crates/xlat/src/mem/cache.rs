@@ -111,7 +111,18 @@ pub struct Cache {
     array: SetAssoc<Block>,
     latency: u64,
     stats: CacheStats,
+    /// Lines recent searches found, with the slots they were in (`NO_LINE` where none): a few
+    /// streams taking turns (a triad's three arrays, whose lines share a set) find their line
+    /// here without searching the set, if it is still in that slot.
+    recent: [(u64, usize); RECENT],
+    /// The entry of `recent` the next line found replaces.
+    recent_next: usize,
 }
+
+/// Lines remembered per cache.
+const RECENT: usize = 4;
+/// No line: line numbers are addresses >> 6, never this.
+const NO_LINE: u64 = u64::MAX;
 
 impl Cache {
     pub fn new(cfg: &CacheConfig) -> Cache {
@@ -119,6 +130,8 @@ impl Cache {
             array: SetAssoc::new(cfg.sets() as usize, cfg.ways as usize, cfg.replacement),
             latency: cfg.latency as u64,
             stats: CacheStats::default(),
+            recent: [(NO_LINE, 0); RECENT],
+            recent_next: 0,
         }
     }
 
@@ -126,30 +139,69 @@ impl Cache {
         self.latency
     }
 
-    /// Access the line `line` (address >> 6). Returns whether it hit; a miss allocates the line
-    /// (the caller fetches it from below) and may write back a dirty victim.
+    /// Access the line `line` (address >> 6), searching its set. Returns whether it hit; a
+    /// miss allocates the line (the caller fetches it from below) and may write back a dirty
+    /// victim. [`Cache::access_recent`] answers the lines it knows without the search.
     #[inline]
     pub fn access(&mut self, line: u64, kind: MemKind, write: bool) -> bool {
         let set = self.array.set_of(line);
-        let stat = &mut self.stats.by_kind[kind.index()];
         let vacancy = match self.array.probe(set, line) {
             Ok(b) => {
-                b.dirty |= write;
-                // A line re-used by another kind (e.g. a PT page freed and reused for data) is
-                // re-tagged, so occupancy reflects current contents.
-                b.kind = kind;
-                stat.hits += 1;
+                Self::hit(&mut self.stats, b, kind, write);
+                self.remember(line);
                 return true;
             }
             Err(vacancy) => vacancy,
         };
-        stat.misses += 1;
+        self.stats.by_kind[kind.index()].misses += 1;
         if let Some((_, victim)) = self.array.fill(vacancy, line, Block { kind, dirty: write }) {
             if victim.dirty {
                 self.stats.writebacks += 1;
             }
         }
         false
+    }
+
+    /// [`Cache::access`] if `line` is one a recent access found: such a hit needs no search.
+    /// Returns whether it was; if not, nothing has changed.
+    #[inline(always)]
+    pub fn access_recent(&mut self, line: u64, kind: MemKind, write: bool) -> bool {
+        let set = self.array.set_of(line);
+        // The line of the last access (the next word of one stream) first: one compare, and
+        // no replacement update.
+        let b = match self.array.recent(set, line) {
+            Some(b) => b,
+            None => {
+                let Some(&(_, slot)) = self.recent.iter().find(|&&(l, _)| l == line) else {
+                    return false;
+                };
+                match self.array.hit_at(set, line, slot) {
+                    Some(b) => b,
+                    None => return false,
+                }
+            }
+        };
+        Self::hit(&mut self.stats, b, kind, write);
+        true
+    }
+
+    /// A search just found `line`. (A line just filled is not remembered: the next access to
+    /// it is mostly the next one, which finds it as the last access's line.)
+    #[inline(always)]
+    fn remember(&mut self, line: u64) {
+        if let Some(slot) = self.array.last_slot() {
+            self.recent[self.recent_next] = (line, slot);
+            self.recent_next = (self.recent_next + 1) % RECENT;
+        }
+    }
+
+    #[inline(always)]
+    fn hit(stats: &mut CacheStats, b: &mut Block, kind: MemKind, write: bool) {
+        b.dirty |= write;
+        // A line re-used by another kind (e.g. a PT page freed and reused for data) is
+        // re-tagged, so occupancy reflects current contents.
+        b.kind = kind;
+        stats.by_kind[kind.index()].hits += 1;
     }
 
     pub fn stats(&self) -> &CacheStats {

@@ -268,7 +268,7 @@ impl Hierarchy {
 
     /// Access `addr` starting at cache level `entry` at cycle `now`.
     /// Returns (latency in cycles, level that served it).
-    #[inline]
+    #[inline(always)]
     pub fn access(
         &mut self,
         addr: PhysAddr,
@@ -281,9 +281,19 @@ impl Hierarchy {
             return (0, Level::Dram);
         }
         let line = addr.line();
-        let mut latency = 0;
         let [l1d, l2] = &mut self.private[self.core];
         let llc = &mut self.llc;
+        // The common case, inlined: a line the entry level recently found (a stream's next
+        // word). A hit there is all of the access (no MSHR, no DRAM).
+        let first = match entry {
+            Level::L1d => &mut *l1d,
+            Level::L2 => &mut *l2,
+            _ => &mut *llc,
+        };
+        if first.access_recent(line, kind, write) {
+            return (first.latency(), entry);
+        }
+        let mut latency = 0;
         let mut served = Level::Dram;
         // One loop, one call site of `Cache::access`: it stays inlined.
         for level in (entry as usize)..3 {

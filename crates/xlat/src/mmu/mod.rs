@@ -11,7 +11,7 @@ pub mod config;
 pub mod tlb;
 pub mod walk;
 
-use crate::addr::{translate, PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
+use crate::addr::{translate, PageSize, Pfn, PhysAddr, VirtAddr, Vpn, BASE_PAGE_SHIFT};
 use crate::error::{Error, Result};
 use crate::mem::{Hierarchy, Level};
 use crate::pt::direct::DirectSegment;
@@ -220,6 +220,20 @@ pub struct TlbLevel {
     arrays: Vec<(String, Tlb)>,
     latency: u64,
     stats: TlbStats,
+    /// What the level's last operation was, if it was a lookup that hit: see
+    /// [`TlbLevel::lookup`].
+    last_hit: Option<LastHit>,
+}
+
+/// A lookup that hit: the 4 KiB page and address space looked up, the array that answered
+/// and what it answered.
+#[derive(Clone, Copy, Debug)]
+struct LastHit {
+    page: u64,
+    asid: u16,
+    array: usize,
+    pfn: Pfn,
+    size: PageSize,
 }
 
 impl TlbLevel {
@@ -235,6 +249,7 @@ impl TlbLevel {
             arrays,
             latency,
             stats: TlbStats::default(),
+            last_hit: None,
         }
     }
 
@@ -242,13 +257,46 @@ impl TlbLevel {
         self.latency
     }
 
-    #[inline]
+    /// Look `va` up in each array in turn, up to the first that holds it.
+    ///
+    /// A lookup of the page the level's last operation, a lookup, found (the next access of a
+    /// stream) is answered from that: the arrays before the one that answered miss again and
+    /// change nothing, and that one hits the entry its last lookup hit, which changes nothing
+    /// but counters either ([`SetAssoc`](crate::assoc::SetAssoc)'s repeated hit). Only the
+    /// counters are updated, without following the arrays' storage to the entry.
+    #[inline(always)]
     pub fn lookup(&mut self, va: VirtAddr, asid: u16) -> Option<(Pfn, PageSize)> {
-        self.stats.accesses += 1;
-        for (_, t) in &mut self.arrays {
-            if let Some(hit) = t.lookup(va, asid) {
+        let page = va.0 >> BASE_PAGE_SHIFT;
+        if let Some(last) = self.last_hit {
+            if last.page == page && last.asid == asid {
+                self.stats.accesses += 1;
                 self.stats.hits += 1;
-                return Some(hit);
+                for (_, t) in &mut self.arrays[..last.array] {
+                    t.count_lookup(false);
+                }
+                self.arrays[last.array].1.count_lookup(true);
+                return Some((last.pfn, last.size));
+            }
+        }
+        self.lookup_arrays(page, va, asid)
+    }
+
+    /// [`TlbLevel::lookup`] of another page than the last lookup's.
+    #[inline]
+    fn lookup_arrays(&mut self, page: u64, va: VirtAddr, asid: u16) -> Option<(Pfn, PageSize)> {
+        self.stats.accesses += 1;
+        self.last_hit = None;
+        for (array, (_, t)) in self.arrays.iter_mut().enumerate() {
+            if let Some((pfn, size)) = t.lookup(va, asid) {
+                self.stats.hits += 1;
+                self.last_hit = Some(LastHit {
+                    page,
+                    asid,
+                    array,
+                    pfn,
+                    size,
+                });
+                return Some((pfn, size));
             }
         }
         self.stats.misses += 1;
@@ -260,6 +308,7 @@ impl TlbLevel {
     /// Called only right after [`TlbLevel::lookup`] of `va` missed here, so the entry is known
     /// to be absent and the arrays skip their search.
     pub fn fill(&mut self, va: VirtAddr, asid: u16, pfn: Pfn, size: PageSize) {
+        self.last_hit = None;
         if self.arrays.iter().any(|(_, t)| t.holds(size)) {
             for (_, t) in self.arrays.iter_mut().filter(|(_, t)| t.holds(size)) {
                 t.insert_absent(va, asid, pfn, size);
@@ -279,6 +328,7 @@ impl TlbLevel {
     /// Drop the translation of the `size` page at `vpn`, and the 4 KiB pieces of it a
     /// smaller array may hold (splintered huge pages).
     pub fn invalidate_page(&mut self, vpn: Vpn, size: PageSize, asid: u16) {
+        self.last_hit = None;
         for (_, t) in &mut self.arrays {
             t.invalidate_page(vpn, size, asid);
             if size != PageSize::Size4K {

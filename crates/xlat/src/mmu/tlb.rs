@@ -310,6 +310,19 @@ impl Tlb {
         None
     }
 
+    /// Count a lookup known to repeat the one before it, and its outcome, without making it
+    /// (see [`TlbLevel::lookup`](crate::mmu::TlbLevel::lookup)).
+    #[inline(always)]
+    pub fn count_lookup(&mut self, hit: bool) {
+        let stats = &mut self.array.stats;
+        stats.accesses += 1;
+        if hit {
+            stats.hits += 1;
+        } else {
+            stats.misses += 1;
+        }
+    }
+
     pub fn insert(&mut self, va: VirtAddr, asid: u16, pfn: Pfn, size: PageSize) {
         let probe = PageProbe::of(va, size, asid);
         if let Some(e) = self.array.find(&probe) {
