@@ -347,7 +347,7 @@ impl WorkloadConfig {
                 }
             }
             WorkloadConfig::Mummer(m) => {
-                let max = m.with_bases(super::mummer::MAX_REFERENCE_BASES).footprint();
+                let max = m.max_footprint();
                 if bytes > max {
                     return Err(Error::config(
                         key,

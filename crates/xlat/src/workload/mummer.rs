@@ -78,7 +78,7 @@ fn default_populate() -> bool {
 
 /// Largest reference accepted: positions (and the construction's ranks, which count the empty
 /// suffix too) must fit 32 bits.
-pub const MAX_REFERENCE_BASES: u64 = 1 << 31;
+const MAX_REFERENCE_BASES: u64 = 1 << 31;
 /// Bytes of one reported match: reference position, query position and length, 32 bits each.
 const MATCH_BYTES: u64 = 12;
 /// Matches the output buffer holds; when it is full it is written out and refilled from the
@@ -104,12 +104,17 @@ impl MummerConfig {
         7 * self.reference_bases + (1 << 20)
     }
 
+    /// The largest reference: 2^31 bases (positions are 32-bit).
+    pub fn max_footprint(&self) -> u64 {
+        self.with_bases(MAX_REFERENCE_BASES).footprint()
+    }
+
     /// A reference as long as one query.
     pub fn min_footprint(&self) -> u64 {
         self.with_bases(self.query_length).footprint()
     }
 
-    pub fn with_bases(&self, reference_bases: u64) -> MummerConfig {
+    fn with_bases(&self, reference_bases: u64) -> MummerConfig {
         MummerConfig {
             reference_bases,
             ..self.clone()
