@@ -22,7 +22,7 @@
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
-use crate::trace::{Op, Record, RecordSource, Roi};
+use crate::trace::{Op, Record, RecordSource, Roi, BATCH};
 use std::any::Any;
 use std::ops::Range;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -32,8 +32,6 @@ use std::thread::JoinHandle;
 use super::turns::Turns;
 pub use super::turns::TURN;
 
-/// Records per batch sent to the simulator.
-const BATCH: usize = 4096;
 /// Batches in flight between producer and simulator.
 const CHANNEL_DEPTH: usize = 8;
 /// Most threads a team may have (the `threads` key of multi-threaded workloads).
@@ -604,7 +602,14 @@ impl RecordSource for ThreadedSource {
                 .min(p.records.len() - p.pos)
                 .min(self.turns.turn_left())
                 .min(left);
-            buf.extend_from_slice(&p.records[p.pos..p.pos + n]);
+            // A whole batch into an empty buffer changes hands without a copy; the
+            // simulator's old buffer goes back to the producer with the next spare.
+            let whole = buf.is_empty() && p.pos == 0 && n == p.records.len();
+            if whole {
+                std::mem::swap(buf, &mut p.records);
+            } else {
+                buf.extend_from_slice(&p.records[p.pos..p.pos + n]);
+            }
             let mut n = n;
             if let Some(at) = p.roi_at.filter(|&at| at < p.pos + n) {
                 p.roi_at = None;
@@ -622,7 +627,8 @@ impl RecordSource for ThreadedSource {
                 let first = buf.len() - n;
                 buf[first].flags |= Record::AFTER_BARRIER;
             }
-            p.pos += n;
+            // After a hand-over the producer's side is empty: its next batch is due.
+            p.pos = if whole { p.records.len() } else { p.pos + n };
             self.emitted += n as u64;
             self.turns.took(n, self.emitted);
         }

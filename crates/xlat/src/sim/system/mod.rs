@@ -36,8 +36,7 @@ use std::collections::VecDeque;
 /// The parts of scheme `S` its cores' MMUs share.
 pub type SharedOf<S> = <<S as Scheme>::Mmu as MmuScheme>::Shared;
 
-/// Records pulled from the source per batch.
-pub const BATCH: usize = 4096;
+pub use crate::trace::BATCH;
 
 /// Records a multi-core system may hold in its cores' queues before it stops reading ahead
 /// for a core that has none (a core that never gets records must not make the others buffer
