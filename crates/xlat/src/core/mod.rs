@@ -68,14 +68,15 @@ const DEP_WINDOW: usize = 4096;
 /// records with one `Record::core` value), whose positions `dep` counts in.
 struct DepHistory {
     /// Completion cycle of recent memory records, by record number modulo DEP_WINDOW.
-    completions: Vec<u64>,
+    /// A fixed-size array, so the index (modulo its power-of-two length) needs no bounds check.
+    completions: Box<[u64; DEP_WINDOW]>,
     records: u64,
 }
 
 impl DepHistory {
     fn new() -> DepHistory {
         DepHistory {
-            completions: vec![0; DEP_WINDOW],
+            completions: Box::new([0; DEP_WINDOW]),
             records: 0,
         }
     }
