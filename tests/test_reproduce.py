@@ -146,3 +146,80 @@ def test_mix_members_reach_every_run_and_name_its_key(tmp_path: Path) -> None:
     for key, config in zip(keys, configs):
         names = [m["name"] for m in workloads[key]["members"]]
         assert names == [m["name"] for m in config["workload"]["members"]]
+
+
+def _failing_ecpt_reproduction(expected_failure) -> experiments.registry.Reproduction:
+    """Radix and an ECPT on memory fragmented beyond what its 4 GiB GUPS table's ways need:
+    the engine stops that run with its out-of-contiguous-memory error."""
+    from xlat.experiments import mehpt
+    from xlat.experiments.registry import Analysis, Reproduction, System
+
+    return Reproduction(
+        id="test-unfinished",
+        paper=mehpt.PAPER,
+        figure="-",
+        title="a run that fails as the paper's did",
+        systems={
+            "Radix": System("mehpt-radix"),
+            "ECPT": System("ecpt", {"os.physmem.fragmentation": 0.95}),
+        },
+        workloads={"tiny": {"gups": {"table_bytes": 4 << 30}}},
+        references={"tiny": 1000},
+        analyse=lambda df: Analysis(figures=[], values={}),
+        notes="",
+        direction="-",
+        direction_check=lambda df, values: True,
+        expected_failure=expected_failure,
+    )
+
+
+def test_a_failure_the_paper_reports_is_shown_not_fatal(monkeypatch, tmp_path: Path) -> None:
+    from xlat.experiments import mehpt, registry
+
+    rep = _failing_ecpt_reproduction(mehpt._ecpt_found_no_contiguous_way)
+    monkeypatch.setitem(registry._REGISTRY, rep.id, rep)
+    outcome = experiments.reproduce(rep.id, scale="tiny", out=tmp_path, jobs=2, progress=False)
+    status = dict(zip(outcome.results["label"], outcome.results["status"]))
+    assert status == {"Radix": "ok", "ECPT": "failed"}
+    [line] = outcome.unfinished
+    assert line.startswith("ECPT on gups: XlatError: out of simulated memory: ECPT 4K way")
+    assert "no free contiguous" in line and "§VII" in line
+    assert f"* did not finish: {line}" in (outcome.out / "comparison.md").read_text()
+    assert "Did not finish: ECPT on gups" in outcome.report.read_text()
+
+
+def test_a_failure_the_paper_does_not_report_stops_the_reproduction(
+    monkeypatch, tmp_path: Path
+) -> None:
+    from xlat.experiments import registry
+
+    rep = _failing_ecpt_reproduction(None)
+    monkeypatch.setitem(registry._REGISTRY, rep.id, rep)
+    with pytest.raises(
+        RuntimeError, match=r"1 runs failed: \w+ \(ECPT on gups\): XlatError: out of"
+    ):
+        experiments.reproduce(rep.id, scale="tiny", out=tmp_path, jobs=2, progress=False)
+
+
+def test_ecpt_failures_are_the_papers_only_for_want_of_contiguous_memory() -> None:
+    from xlat.experiments import mehpt
+
+    reason = mehpt._ecpt_found_no_contiguous_way
+    full = "out of simulated memory: ECPT 4K way 0: no free contiguous 2 MiB block (order 9)"
+    assert reason("ECPT THP", "gups", full)
+    assert reason("ME-HPT", "gups", full) is None
+    assert reason("ECPT", "gups", "workload error: the table does not fit") is None
+    # A mean that leaves out an application says why, whichever the reason.
+    import pandas as pd
+
+    mean, note = mehpt._mean_of_defined(
+        pd.Series({"bfs": 0.5, "gups": math.nan, "tc": math.nan}), "no 4 KiB table", {"gups"}
+    )
+    assert mean == 0.5
+    assert note == (
+        "mean of 1 of 3 applications; n/a for GUPS: its ECPT run did not finish; "
+        "n/a for TC: no 4 KiB table"
+    )
+    assert math.isclose(
+        mehpt._gmean_ratio(pd.Series([4.0, math.nan, 9.0]), pd.Series([1.0, 2.0, 1.0])), 6.0
+    )

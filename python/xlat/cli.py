@@ -563,6 +563,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         notes = experiments.registry.undefined_notes(rep.id, outcome.analysis)
         if notes.strip():
             _print(notes.strip("\n"))
+        for line in outcome.unfinished:
+            _print(f"* did not finish: {line}")
         if outcome.analysis.summary:
             _print(outcome.analysis.summary)
         _print(f"  {outcome.direction}")

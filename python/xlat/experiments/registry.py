@@ -133,6 +133,10 @@ class Reproduction:
     """Scale -> why our model does not show ``direction`` at that scale (e.g. footprints far
     below the paper's). The reason is printed with the verdict, so a reader sees that the
     verdict is expected rather than a regression."""
+    expected_failure: Callable[[str, str, str], str | None] | None = None
+    """A failure the paper reports too: ``(label, workload, error) -> reason``, or ``None`` for
+    an error of ours. Such a run did not finish, as in the paper: its values are n/a and the
+    table says why. Any other failed run stops the reproduction."""
 
 
 @dataclass
@@ -150,6 +154,9 @@ class Outcome:
     """Whether this run shows the reproduction's direction."""
     direction: str
     """The verdict as printed: "direction: <claim> — holds / does not hold (<reason>)"."""
+    unfinished: list[str] = field(default_factory=list)
+    """Runs that failed as the paper's did (:attr:`Reproduction.expected_failure`), each as
+    "label on workload: error; reason"."""
 
 
 _REGISTRY: dict[str, Reproduction] = {}
@@ -253,6 +260,26 @@ def undefined_notes(reproduction_id: str, analysis: Analysis) -> str:
         if key in names
     ]
     return "\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+def _expected_failures(
+    rep: Reproduction, df: pd.DataFrame, failed: list[tuple[str, str]]
+) -> list[str]:
+    """The failed runs as "label on workload: error; reason" lines, if the paper reports each
+    failure too (:attr:`Reproduction.expected_failure`). Raises RuntimeError naming the others:
+    a run that fails where the paper's finished is an error, never a missing bar."""
+    where = df.set_index("run_id")[["label", "workload"]]
+    lines, errors = [], []
+    for rid, error in failed:
+        label, workload = where.loc[rid]
+        reason = rep.expected_failure(label, workload, error) if rep.expected_failure else None
+        if reason:
+            lines.append(f"{label} on {workload}: {error}; {reason}")
+        else:
+            errors.append(f"{rid} ({label} on {workload}): {error}")
+    if errors:
+        raise RuntimeError(f"reproduction {rep.id}: {len(errors)} runs failed: {'; '.join(errors)}")
+    return lines
 
 
 def _workload_keys(df: pd.DataFrame, workloads: Mapping[str, Mapping[str, Any]]) -> pd.Series:
@@ -378,12 +405,10 @@ def reproduce(
         reuse=others,
     )
     df = result.load()
-    if result.failed:
-        errors = "; ".join(f"{rid}: {err}" for rid, err in result.failed)
-        raise RuntimeError(f"reproduction {rep.id}: {len(result.failed)} runs failed: {errors}")
     # Bars are named by system label (the config file's stem), not by the run's point.
     df["label"] = df["system"].map(lambda s: Path(s).stem)
     df["workload"] = _workload_keys(df, workloads)
+    unfinished = _expected_failures(rep, df, result.failed)
     analysis = rep.analyse(df)
     holds = bool(rep.direction_check(df, analysis.values))
     verdict = _direction_verdict(rep, scale, holds)
@@ -393,6 +418,7 @@ def reproduce(
         base / "comparison.md",
         _markdown(table)
         + undefined_notes(rep.id, analysis)
+        + "".join(f"* did not finish: {line}\n" for line in unfinished)
         + (f"\n{analysis.summary}\n" if analysis.summary else "")
         + f"\n{verdict}\n",
     )
@@ -406,8 +432,12 @@ def reproduce(
         title=f"{rep.paper} {rep.figure}: {rep.title} (scale: {scale})",
         figures=analysis.figures,
         tables=[
-            (f"Ours vs the paper; {verdict}. {analysis.summary} {rep.notes}", table),
+            (
+                f"Ours vs the paper; {verdict}. {analysis.summary} {rep.notes}"
+                + "".join(f" Did not finish: {line}." for line in unfinished),
+                table,
+            ),
             *analysis.tables,
         ],
     )
-    return Outcome(rep, base, df, table, figures, report, analysis, holds, verdict)
+    return Outcome(rep, base, df, table, figures, report, analysis, holds, verdict, unfinished)
