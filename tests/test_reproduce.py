@@ -186,6 +186,9 @@ def test_a_failure_the_paper_reports_is_shown_not_fatal(monkeypatch, tmp_path: P
     assert "no free contiguous" in line and "§VII" in line
     assert f"* did not finish: {line}" in (outcome.out / "comparison.md").read_text()
     assert "Did not finish: ECPT on gups" in outcome.report.read_text()
+    # Resuming runs the failed run again, which fails again: still not fatal, and the same.
+    again = experiments.reproduce(rep.id, scale="tiny", out=tmp_path, jobs=2, progress=False)
+    assert again.unfinished == [line]
 
 
 def test_a_failure_the_paper_does_not_report_stops_the_reproduction(

@@ -434,6 +434,7 @@ def sweep(
     progress: bool | None = None,
     on_result: Callable[[str, Mapping[str, Any]], None] | None = None,
     reuse: Iterable[PathLike] = (),
+    report_failures: bool = True,
 ) -> SweepResult:
     """Run every point of a sweep that is not finished yet, and collect the results.
 
@@ -455,6 +456,9 @@ def sweep(
         on_result: called with ``(run_id, result)`` after each run is stored.
         reuse: other sweep directories: a run finished there (same resolved config, same
             engine version) is copied into this sweep instead of simulated again.
+        report_failures: raise or warn about failed runs as below; ``False`` leaves
+            ``result.failed`` to the caller (a reproduction tells the failures its paper
+            reports from the others).
 
     Returns:
         A :class:`SweepResult`; ``result.load()`` gives the DataFrame (also in
@@ -463,7 +467,8 @@ def sweep(
     Raises:
         xlat.XlatError: a point whose config does not resolve (unknown key, bad value): found
             before anything runs, with the point named; or every run that ran failed (each is
-            recorded with its error). Some runs failing is a ``RuntimeWarning``.
+            recorded with its error). Some runs failing is a ``RuntimeWarning``. Neither with
+            ``report_failures=False``.
     """
     out = Path(out)
     specs = plan(base, grid, workloads, seeds, overrides)
@@ -525,7 +530,8 @@ def sweep(
             bar.close()
         # Whatever finished is in the table, even after Ctrl-C.
         collect(out, ids)
-    _report_failures(result)
+    if report_failures:
+        _report_failures(result)
     return result
 
 

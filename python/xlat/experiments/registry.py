@@ -403,6 +403,7 @@ def reproduce(
         scheduler=scheduler,
         progress=progress,
         reuse=others,
+        report_failures=False,
     )
     df = result.load()
     # Bars are named by system label (the config file's stem), not by the run's point.
