@@ -34,7 +34,7 @@ impl<S: Scheme> System<S> {
         &mut self,
         progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
     ) -> Result<Vec<Record>> {
-        let mut buf = Vec::with_capacity(super::BATCH);
+        let mut buf = Vec::with_capacity(crate::trace::BATCH);
         let budget = match self.cfg.sim.fast_forward {
             FastForward::Instructions(0) => return Ok(buf),
             FastForward::Instructions(n) => Some(n),

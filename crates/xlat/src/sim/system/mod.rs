@@ -30,13 +30,11 @@ use crate::stats::{
     CachesSnapshot, CoreSnapshot, EpochSample, FastForwardSnapshot, PerCoreSnapshot,
     PrivateCachesSnapshot, Stats, Summary, SystemSnapshot, VerifySnapshot, WalkSnapshot,
 };
-use crate::trace::{Op, Record, RecordSource};
+use crate::trace::{Op, Record, RecordSource, BATCH};
 use std::collections::VecDeque;
 
 /// The parts of scheme `S` its cores' MMUs share.
 pub type SharedOf<S> = <<S as Scheme>::Mmu as MmuScheme>::Shared;
-
-pub use crate::trace::BATCH;
 
 /// Records a multi-core system may hold in its cores' queues before it stops reading ahead
 /// for a core that has none (a core that never gets records must not make the others buffer
