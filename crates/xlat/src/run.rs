@@ -157,10 +157,14 @@ fn bench_config(
     references: u64,
     overrides: &[String],
 ) -> Result<SimConfig> {
-    let mut ov = vec![
-        format!("workload.name={workload}"),
-        format!("workload.references={references}"),
-    ];
+    let mut ov = vec![format!("workload.name={workload}")];
+    if workload == "trace" {
+        // A trace (`workload.path` among the overrides) is as long as it is: stop after
+        // `references` instructions of it, one per record for a trace without non-memory ones.
+        ov.push(format!("sim.max_instructions={references}"));
+    } else {
+        ov.push(format!("workload.references={references}"));
+    }
     ov.extend_from_slice(overrides);
     SimConfig::load(system, &ov)
 }
