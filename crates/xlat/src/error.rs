@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum Error {
     /// A configuration problem; `key` is the full dotted path (`mmu.l2tlb.ways`).
     #[error("config error at `{key}`: {msg}")]

@@ -21,7 +21,7 @@ const GZ_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const XZ_PRESET: u32 = 1;
 /// gzip level used by writers (gzip's default: level 1 saves little time for 20% more bytes).
 const GZIP_LEVEL: u32 = 6;
-pub(super) const IO_BUFFER: usize = 1 << 17;
+const IO_BUFFER: usize = 1 << 17;
 
 /// How a trace file's bytes are wrapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,6 +9,7 @@
 //! file is, [`convert`] rewrites a trace in the format its output name asks for, and
 //! [`inspect`] summarises one.
 
+mod ahead;
 mod batch;
 pub mod champsim;
 pub mod compress;
@@ -251,7 +252,10 @@ pub fn detect(path: &Path) -> Result<Format> {
 /// Opens the trace at `path` in whichever supported format it is (see [`detect`]).
 pub fn open(path: &Path) -> Result<Box<dyn RecordSource>> {
     Ok(match detect(path)? {
-        Format::Xtr => Box::new(native::XtrReader::open(path)?),
+        Format::Xtr => Box::new(ahead::Ahead::spawn(
+            path,
+            Box::new(native::XtrReader::open(path)?),
+        )?),
         Format::ChampSim => Box::new(champsim::open(path)?),
         Format::Lackey => Box::new(lackey::open(path)?),
     })

@@ -52,7 +52,6 @@
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::trace::compress;
-use crate::trace::readahead::ReadAhead;
 use crate::trace::{Op, Record, RecordSource};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -240,9 +239,7 @@ pub struct XtrReader {
     meta: TraceMeta,
     /// File offset where the compressed body starts (for error messages).
     body_offset: u64,
-    /// The zstd decoder, running on a thread of its own ahead of the simulation (decoding
-    /// inline cost about a third of a simple workload's run).
-    dec: ReadAhead,
+    dec: zstd::stream::read::Decoder<'static, BufReader<File>>,
     /// Decoded bytes; `bytes[start..end]` are not yet consumed.
     bytes: Box<[u8]>,
     start: usize,
@@ -342,8 +339,6 @@ impl XtrReader {
 
         let dec = zstd::stream::read::Decoder::with_buffer(r)
             .map_err(|e| Error::file(path, format!("cannot set up zstd decoder: {e}")))?;
-        let dec = ReadAhead::spawn(dec, compress::IO_BUFFER)
-            .map_err(|e| Error::file(path, format!("cannot start the decompression thread: {e}")))?;
         Ok(XtrReader {
             path: path.to_path_buf(),
             meta: TraceMeta {
@@ -504,20 +499,23 @@ impl RecordSource for XtrReader {
             }
             let n = avail.min(cap - buf.len());
             let chunk = &self.bytes[self.start..self.start + n * RECORD_BYTES];
+            // Decode the whole run of records at once; stop at the first invalid one.
+            let before = buf.len();
             let mut bad = None;
-            for c in chunk.chunks_exact(RECORD_BYTES) {
-                match decode(c) {
-                    Ok(r) => {
-                        buf.push(r);
-                        self.start += RECORD_BYTES;
-                        self.records_read += 1;
-                    }
-                    Err(op) => {
-                        bad = Some(op);
-                        break;
-                    }
-                }
-            }
+            buf.extend(
+                chunk
+                    .chunks_exact(RECORD_BYTES)
+                    .map_while(|c| match decode(c) {
+                        Ok(r) => Some(r),
+                        Err(op) => {
+                            bad = Some(op);
+                            None
+                        }
+                    }),
+            );
+            let decoded = buf.len() - before;
+            self.start += decoded * RECORD_BYTES;
+            self.records_read += decoded as u64;
             if let Some(op) = bad {
                 self.invalid_op(op);
             }
