@@ -131,13 +131,7 @@ impl RecordSource for Ahead {
 
 impl Drop for Ahead {
     fn drop(&mut self) {
-        // Without its receiver, the thread's next send (or the one it is blocked in) fails,
-        // and it returns.
-        let (_, closed) = mpsc::sync_channel(0);
-        drop(std::mem::replace(&mut self.batches, closed));
-        if let Some(w) = self.worker.take() {
-            let _ = w.join();
-        }
+        super::readahead::stop(&mut self.batches, &mut self.worker);
     }
 }
 

@@ -164,13 +164,18 @@ impl BufRead for ReadAhead {
 
 impl Drop for ReadAhead {
     fn drop(&mut self) {
-        // Hang up first: a thread blocked on the full channel then fails its send and returns.
-        let (_, hung_up) = mpsc::sync_channel(0);
-        drop(std::mem::replace(&mut self.chunks, hung_up));
-        if let Some(worker) = self.worker.take() {
-            // A panic of the thread has been reported as a read error (or was never asked for).
-            let _ = worker.join();
-        }
+        stop(&mut self.chunks, &mut self.worker);
+    }
+}
+
+/// Stop a thread that sends to `rx` and wait for it: hang up first, so that a thread blocked
+/// on the full channel fails its send and returns. A panic of the thread has been reported
+/// through the channel already (or was never asked for).
+pub(super) fn stop<T>(rx: &mut Receiver<T>, worker: &mut Option<JoinHandle<()>>) {
+    let (_, hung_up) = mpsc::sync_channel(0);
+    drop(std::mem::replace(rx, hung_up));
+    if let Some(worker) = worker.take() {
+        let _ = worker.join();
     }
 }
 
