@@ -8,6 +8,7 @@ from pathlib import Path
 import matplotlib.image
 import pytest
 
+import xlat
 from xlat import experiments
 
 pytestmark = pytest.mark.engine
@@ -93,10 +94,13 @@ def test_reproduction_at_tiny_scale(reproduction_id: str, tmp_path: Path) -> Non
 def test_every_run_config_resolves_at_every_scale(
     reproduction_id: str, scale: str, tmp_path: Path
 ) -> None:
-    # Resolving only (no simulation): a scale whose configs cannot start fails here, with the
-    # key, instead of an hour into a user's run.
+    # Resolving and booting only (no simulation): a scale whose configs cannot start fails
+    # here, with the key or the structure memory could not give, instead of an hour into a
+    # user's run. (Resolving alone let utopia-fig6 at paper scale through, whose RestSeg's TAR
+    # found no contiguous block at boot.)
     configs = experiments.resolved_configs(reproduction_id, scale, tmp_path)
     assert configs
+    assert experiments.check_configs(reproduction_id, scale, tmp_path, boot=True) == len(configs)
     # The keys a reproduction varies with the scale reach every run, and a workload's threads
     # each have a core.
     changed = experiments.get(reproduction_id).scale_overrides.get(scale, {})
@@ -231,3 +235,29 @@ def test_hashed_failures_are_the_papers_only_for_want_of_contiguous_memory() -> 
     assert math.isclose(
         mehpt._gmean_ratio(pd.Series([4.0, math.nan, 9.0]), pd.Series([1.0, 2.0, 1.0])), 6.0
     )
+
+
+def test_check_boots_what_resolving_lets_through(monkeypatch, run_cli, tmp_path: Path) -> None:
+    # utopia-fig6's paper-scale memory (an 8 GiB RestSeg and its 32 MiB reserve), fragmented
+    # at boot as it was before its fix: the config resolves, but the RestSeg's 8 MiB TAR finds
+    # no contiguous block, and only booting tells.
+    from xlat.experiments import registry, utopia_fig6
+
+    rep = registry.get("utopia-fig6")
+    paper = dict(rep.scale_overrides["paper"])
+    paper.pop("os.physmem.fragmentation")
+    monkeypatch.setitem(rep.scale_overrides, "paper", paper)
+    assert utopia_fig6.RESTSEG_BYTES["paper"] == 8 << 30
+    runs = len(experiments.resolved_configs(rep.id, "paper", tmp_path))
+    assert runs == 2 * len(rep.workloads["paper"])
+    assert experiments.check_configs(rep.id, "paper", tmp_path) == runs
+    with pytest.raises(
+        xlat.XlatError,
+        match=r"^utopia-fig6 at paper scale, Restrictive-only on bc: out of simulated memory: "
+        r"no free contiguous 8192 KiB for a RestSeg TAR",
+    ):
+        experiments.check_configs(rep.id, "paper", tmp_path, boot=True)
+    # The command line's --check boots every run and says so.
+    result = run_cli("reproduce", "gandhi-table2", "--tiny", "--check")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "gandhi-table2: 4 runs resolve and boot at tiny scale"

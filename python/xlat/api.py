@@ -338,6 +338,28 @@ def resolve_config(
     return engine().resolve(os.fspath(config), ovr)
 
 
+def boot(
+    config: PathLike = DEFAULT_CONFIG,
+    workload: str | None = None,
+    *,
+    overrides: Overrides = None,
+    **kwargs: Any,
+) -> None:
+    """Build the machine of a config and start its workload's processes, without building
+    the workload or simulating: seconds at any footprint.
+
+    Takes the same arguments as :func:`run`. What fails at boot fails here: physical memory
+    that cannot be fragmented as asked, a segment's contiguous block (a RestSeg's TAR, a
+    direct segment) that memory cannot give. Mapping the footprint is left out, so a config
+    that boots can still run out of memory later.
+
+    Raises:
+        xlat.XlatError: the config does not resolve, or the machine does not boot.
+    """
+    ovr = build_overrides(workload, overrides, **kwargs)
+    engine().boot(os.fspath(config), ovr)
+
+
 def hpt_way_limits(
     config: PathLike = "mehpt",
     overrides: Sequence[str] = (),

@@ -13,7 +13,7 @@
                   [--backend local|dask] [--jobs N] [--scheduler ADDR]
     xlat query    SQL SWEEP_DIR... [--csv | --json]
     xlat report   SWEEP_DIR [--out FILE]
-    xlat reproduce [--list] [ID | all] [--quick | --tiny | --scale S] [--out DIR] [--jobs N]
+    xlat reproduce [--list] [--check] [ID | all] [--quick | --tiny | --scale S] [--out DIR] [--jobs N]
 
 Every error of the engine or of the command line is printed as ``xlat: error: <message>`` on
 stderr with exit status 2, without a Python traceback.
@@ -545,6 +545,14 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         chosen = [experiments.get(i) for i in ids]
     except KeyError as exc:
         raise CliError(str(exc.args[0])) from None
+    if args.check:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as scratch:
+            for rep in chosen:
+                runs = experiments.check_configs(rep.id, scale, scratch, boot=True)
+                _print(f"{rep.id}: {runs} runs resolve and boot at {scale} scale")
+        return 0
     outcomes = []
     for rep in chosen:
         sys.stderr.write(f"xlat reproduce: {rep.id} ({rep.paper} {rep.figure}), scale {scale}\n")
@@ -908,6 +916,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("id", nargs="?", metavar="ID|all", help="reproduction id (see --list)")
     p.add_argument("--list", action="store_true", help="list the reproductions")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="resolve and boot every run's machine without simulating (seconds), then exit: "
+        "a scale that cannot start says so before hours of runs",
+    )
     scale = p.add_mutually_exclusive_group()
     scale.add_argument(
         "--scale",

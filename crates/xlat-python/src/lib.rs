@@ -146,6 +146,14 @@ fn resolve(config: &str, overrides: Vec<String>, trace: Option<PathBuf>) -> PyRe
         .map_err(to_py)
 }
 
+/// Boot the machine of a config and start its workload's processes, without simulating
+/// (`xlat::run::boot`).
+#[pyfunction]
+fn boot(py: Python<'_>, config: String, overrides: Vec<String>) -> PyResult<()> {
+    py.detach(move || xlat::run::boot(xlat::run::resolve(&config, &overrides, None)?))
+        .map_err(to_py)
+}
+
 /// ME-HPT Table II from real tables (JSON list of `{chunk_bytes, max_way_bytes, ...}`).
 #[pyfunction]
 fn hpt_way_limits(
@@ -208,6 +216,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("XlatError", m.py().get_type::<XlatError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(boot, m)?)?;
     m.add_function(wrap_pyfunction!(hpt_way_limits, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(preset_text, m)?)?;

@@ -32,6 +32,34 @@ pub fn hpt_way_limits(
     crate::pt::hashed::limits::way_limits(&cfg.schemes.hashed.table, max_bytes)
 }
 
+/// Build the machine of `cfg` and start its workload's processes (one, or one per member of a
+/// mix), without building the workload or simulating. What can fail at boot fails here, in
+/// seconds at any footprint: physical memory that cannot be fragmented as asked, a segment's
+/// contiguous block that memory cannot give (a RestSeg's TAR, a direct segment), a structure
+/// too large for its config. Mapping the footprint is left out, so a run that boots can still
+/// run out of memory later.
+pub fn boot(cfg: SimConfig) -> Result<()> {
+    /// The records of a machine that only boots: none.
+    struct NoRecords;
+    impl crate::trace::RecordSource for NoRecords {
+        fn fill(&mut self, buf: &mut Vec<crate::trace::Record>) -> Result<()> {
+            buf.clear();
+            Ok(())
+        }
+    }
+    let processes = match &cfg.workload {
+        WorkloadConfig::Mix(m) => m.members.len(),
+        _ => 1,
+    };
+    Simulation::with_source(cfg, move |os| {
+        for _ in 0..processes {
+            os.spawn()?;
+        }
+        Ok(Box::new(NoRecords) as Box<dyn crate::trace::RecordSource>)
+    })
+    .map(drop)
+}
+
 /// Run `cfg`. If `out` is given, write `stats.json` and `config.toml` there (atomically: a
 /// crash never leaves a half-written file that looks like a result).
 pub fn run(

@@ -341,6 +341,20 @@ def _plan(
     return configs, workloads, overrides
 
 
+def _runs(rep: Reproduction, scale: str, scratch: PathLike):
+    """Each run of a reproduction at ``scale`` as (system label, config file, workload name,
+    overrides), in sweep order."""
+    configs, workloads, overrides = _plan(rep, scale, Path(scratch) / rep.id / scale)
+    for label, config in zip(rep.systems, configs):
+        for name, params in workloads:
+            yield (
+                label,
+                config,
+                name,
+                {**overrides, **{f"workload.{k}": v for k, v in params.items()}},
+            )
+
+
 def resolved_configs(reproduction_id: str, scale: str, scratch: PathLike) -> list[dict[str, Any]]:
     """The resolved config of every run of a reproduction at ``scale``, parsed, without
     simulating.
@@ -348,25 +362,40 @@ def resolved_configs(reproduction_id: str, scale: str, scratch: PathLike) -> lis
     Raises:
         xlat.XlatError: naming the key, for the first run whose config does not resolve.
     """
-    rep = get(reproduction_id)
-    configs, workloads, overrides = _plan(rep, scale, Path(scratch) / rep.id / scale)
-    resolved = []
-    for config in configs:
-        for name, params in workloads:
-            run_overrides = {**overrides, **{f"workload.{k}": v for k, v in params.items()}}
-            text = api.resolve_config(config, name, overrides=run_overrides)
-            resolved.append(tomllib.loads(text))
-    return resolved
+    return [
+        tomllib.loads(api.resolve_config(config, name, overrides=run_overrides))
+        for _, config, name, run_overrides in _runs(get(reproduction_id), scale, scratch)
+    ]
 
 
-def check_configs(reproduction_id: str, scale: str, scratch: PathLike) -> int:
+def check_configs(
+    reproduction_id: str, scale: str, scratch: PathLike, *, boot: bool = False
+) -> int:
     """Resolve the config of every run of a reproduction at ``scale`` without simulating, so a
-    scale that cannot start fails here rather than in a user's hands. Returns the run count.
+    scale that cannot start fails here rather than in a user's hands. With ``boot``, also
+    build each run's machine and start its processes (:func:`xlat.boot`, a fraction of a
+    second at any footprint), which catches what resolving cannot: a RestSeg's TAR or a
+    direct segment that the configured memory has no contiguous block for. Returns the run
+    count.
 
     Raises:
-        xlat.XlatError: naming the key, for the first run whose config does not resolve.
+        xlat.XlatError: for the first run that does not resolve (naming the key) or boot,
+            prefixed with the run's system and workload.
     """
-    return len(resolved_configs(reproduction_id, scale, scratch))
+    xlat_error = api.engine().XlatError
+    runs = 0
+    for label, config, name, run_overrides in _runs(get(reproduction_id), scale, scratch):
+        try:
+            if boot:
+                api.boot(config, name, overrides=run_overrides)
+            else:
+                api.resolve_config(config, name, overrides=run_overrides)
+        except xlat_error as exc:
+            raise xlat_error(
+                f"{reproduction_id} at {scale} scale, {label} on {name}: {exc}"
+            ) from exc
+        runs += 1
+    return runs
 
 
 def reproduce(
