@@ -645,14 +645,21 @@ impl<S: Scheme> System<S> {
                     break;
                 }
             }
+            // Bit k: whether the record k places back of the one `2 * PREFETCH_AHEAD` ahead is
+            // on a fresh page (one to prefetch): each record is asked once, at the far
+            // distance, and its answer read again `PREFETCH_AHEAD` records later.
+            let fresh = |j: usize| j < buf.len() && !page_recurs(&buf, j);
+            let mut fresh_pages = (PREFETCH_AHEAD..2 * PREFETCH_AHEAD)
+                .fold(0u32, |bits, j| bits << 1 | fresh(j) as u32);
             for (i, rec) in buf.iter().enumerate() {
-                for (ahead, what) in [
-                    (2 * PREFETCH_AHEAD, Prefetch::Index),
-                    (PREFETCH_AHEAD, Prefetch::Word),
-                ] {
-                    if i + ahead < buf.len() && !page_recurs(&buf, i + ahead) {
-                        self.prefetch(&buf[i + ahead], what);
-                    }
+                let far = i + 2 * PREFETCH_AHEAD;
+                let far_fresh = fresh(far);
+                fresh_pages = fresh_pages << 1 | far_fresh as u32;
+                if far_fresh {
+                    self.prefetch(&buf[far], Prefetch::Index);
+                }
+                if fresh_pages >> PREFETCH_AHEAD & 1 == 1 {
+                    self.prefetch(&buf[i + PREFETCH_AHEAD], Prefetch::Word);
                 }
                 self.step_on(0, rec).map_err(|e| e.at_record(done))?;
                 done += 1;
