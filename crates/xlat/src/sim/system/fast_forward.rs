@@ -50,6 +50,8 @@ impl<S: Scheme> System<S> {
             if buf.is_empty() {
                 break;
             }
+            // Reading may have unmapped pages (a workload's munmap): nothing is known mapped.
+            let mut mapped = None;
             let mut stop = buf.len();
             if budget.is_none() {
                 if let Roi::At(at) = self.source.roi() {
@@ -61,7 +63,7 @@ impl<S: Scheme> System<S> {
                     stop = i;
                     break;
                 }
-                self.skip(rec)
+                self.skip(rec, &mut mapped)
                     .map_err(|e| e.at_record(self.skipped.records))?;
                 if window > 0 {
                     if recent.len() == window {
@@ -88,13 +90,21 @@ impl<S: Scheme> System<S> {
     }
 
     /// Skip one record: the OS maps its page if this is the first touch, nothing else.
-    fn skip(&mut self, rec: &Record) -> Result<()> {
+    ///
+    /// `mapped` is the 4 KiB page (with its process) of the record skipped before, which is
+    /// mapped: a record on it needs no lookup (most records of a sequential set-up). Only a
+    /// fault changes mappings while a batch is skipped, and a fault maps the page it is for.
+    fn skip(&mut self, rec: &Record, mapped: &mut Option<(u16, u64)>) -> Result<()> {
         let c = rec.core as usize % self.cores.len();
         self.cores[c].runs(rec.pid);
-        if self.os.truth(rec.pid, rec.vaddr).is_none() {
-            self.os.fault(rec.pid, rec.vaddr)?;
-            // Functional: shootdowns cost nothing and copies take no time.
-            self.settle_moves(c, self.ff_clock);
+        let page = (rec.pid, rec.vaddr.0 >> crate::addr::BASE_PAGE_SHIFT);
+        if *mapped != Some(page) {
+            if self.os.truth(rec.pid, rec.vaddr).is_none() {
+                self.os.fault(rec.pid, rec.vaddr)?;
+                // Functional: shootdowns cost nothing and copies take no time.
+                self.settle_moves(c, self.ff_clock);
+            }
+            *mapped = Some(page);
         }
         self.skipped.records += 1;
         self.skipped.instructions += u64::from(rec.instr_delta) + u64::from(!rec.joins_previous());
