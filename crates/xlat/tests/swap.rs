@@ -232,3 +232,35 @@ fn swap_config_errors_name_their_key() {
     let e = load(&["os.swap.page_in=3"]);
     assert!(e.contains("page_in"), "{e}");
 }
+
+#[test]
+fn fast_forward_leaves_memory_as_a_detailed_run_does_while_pages_go_out_and_come_back() {
+    // Three passes of sequential reads over 16 MiB in 8 MiB of memory: every pass pages the
+    // buffer out and back in. Skipped functionally, the records must fault as simulated ones
+    // do (a skipped record on the page of the one before it is not looked up, which must
+    // never hide a page that went out meanwhile), so both runs end with the same pages out
+    // and the same frames free. (The fault counters start after a fast-forward: they are 0
+    // in the skipped run.)
+    let mut extra = swap(8 * MIB);
+    extra.extend([
+        format!("workload.total_bytes={}", 16 * MIB),
+        "workload.oper=read".into(),
+        "workload.access=seq".into(),
+        "workload.populate=false".into(),
+    ]);
+    let refs = 3 * 16 * MIB / 8;
+    let detailed = run(cfg("baseline-radix", "sysbench-mem", refs, &extra));
+    extra.push("sim.fast_forward=1000000000000".into());
+    let skipped = run(cfg("baseline-radix", "sysbench-mem", refs, &extra));
+    assert_eq!(
+        u(&skipped, "core.memory_refs"),
+        0,
+        "every record was skipped"
+    );
+    assert_eq!(u(&skipped, "fast_forward.records"), refs);
+    assert_eq!(u(&detailed, "os.faults.major"), 2 * 16 * MIB / 4096);
+    assert!(u(&detailed, "os.swap.swapped") > 0);
+    for key in ["os.swap.swapped", "os.physmem.free_frames", "os.pt_bytes"] {
+        assert_eq!(u(&skipped, key), u(&detailed, key), "{key}");
+    }
+}
