@@ -71,6 +71,9 @@ pub struct Implicit {
     /// P(destination bit 1 | source bit b), per bit value.
     src_one: [u32; 2],
     dst_one: [u32; 2],
+    /// The out- and in-degree distributions of an internal vertex with `k` one bits, at `[k]`:
+    /// a vertex's means depend on that count only, so they are computed once, not per row.
+    degree_dists: [[Poisson; 2]; super::MAX_SCALE as usize + 1],
 }
 
 impl Clone for Implicit {
@@ -115,7 +118,14 @@ impl Implicit {
             offsets: Vec::new(),
             src_one: [fixed(C / (A + C)), fixed(D / (B + D))],
             dst_one: [fixed(B / (A + B)), fixed(D / (C + D))],
+            degree_dists: [[Poisson::default(); 2]; super::MAX_SCALE as usize + 1],
         };
+        for ones in 0..=scale as i32 {
+            let zeros = scale as i32 - ones;
+            let out = g.edges * (A + B).powi(zeros) * (C + D).powi(ones);
+            let inn = g.edges * (A + C).powi(zeros) * (B + D).powi(ones);
+            g.degree_dists[ones as usize] = [Poisson::new(out), Poisson::new(inn)];
+        }
         let bound = max_entries(scale, edge_factor);
         let mut offsets = Vec::with_capacity(n as usize + 1);
         let mut total = 0u64;
@@ -164,11 +174,8 @@ impl Implicit {
 
     /// Out- and in-degree of internal vertex `u`: the first draws of its row's generator.
     fn degrees(&self, rng: &mut Rng, u: u32) -> (u64, u64) {
-        let ones = u.count_ones() as i32;
-        let zeros = self.scale as i32 - ones;
-        let out = self.edges * (A + B).powi(zeros) * (C + D).powi(ones);
-        let inn = self.edges * (A + C).powi(zeros) * (B + D).powi(ones);
-        (poisson(rng, out), poisson(rng, inn))
+        let [out, inn] = &self.degree_dists[u.count_ones() as usize];
+        (out.sample(rng), inn.sample(rng))
     }
 
     /// Vertex `v`'s neighbours, sorted, into `out` (cleared first).
@@ -235,21 +242,37 @@ impl Implicit {
     }
 }
 
-/// A Poisson variate of mean `mean`: Knuth's product of uniforms for small means, the normal
-/// approximation (Box-Muller, rounded, at least 0) above 64.
-fn poisson(rng: &mut Rng, mean: f64) -> u64 {
-    if mean < 64.0 {
-        let limit = (-mean).exp();
-        let (mut k, mut p) = (0u64, rng.unit());
-        while p > limit {
-            k += 1;
-            p *= rng.unit();
+/// A Poisson distribution, sampled by Knuth's product of uniforms for small means and the
+/// normal approximation (Box-Muller, rounded, at least 0) above 64.
+#[derive(Clone, Copy, Debug, Default)]
+struct Poisson {
+    mean: f64,
+    /// `e^-mean`: where Knuth's product stops.
+    limit: f64,
+}
+
+impl Poisson {
+    fn new(mean: f64) -> Poisson {
+        Poisson {
+            mean,
+            limit: (-mean).exp(),
         }
-        k
-    } else {
-        let (u1, u2) = (1.0 - rng.unit(), rng.unit());
-        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-        (mean + mean.sqrt() * z).round().max(0.0) as u64
+    }
+
+    fn sample(&self, rng: &mut Rng) -> u64 {
+        let mean = self.mean;
+        if mean < 64.0 {
+            let (mut k, mut p) = (0u64, rng.unit());
+            while p > self.limit {
+                k += 1;
+                p *= rng.unit();
+            }
+            k
+        } else {
+            let (u1, u2) = (1.0 - rng.unit(), rng.unit());
+            let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+            (mean + mean.sqrt() * z).round().max(0.0) as u64
+        }
     }
 }
 
