@@ -73,7 +73,7 @@ pub struct Implicit {
     dst_one: [u32; 2],
     /// The out- and in-degree distributions of an internal vertex with `k` one bits, at `[k]`:
     /// a vertex's means depend on that count only, so they are computed once, not per row.
-    degree_dists: [[Poisson; 2]; super::MAX_SCALE as usize + 1],
+    degree_dists: Vec<[Poisson; 2]>,
 }
 
 impl Clone for Implicit {
@@ -82,6 +82,7 @@ impl Clone for Implicit {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             labels: self.labels.clone(),
             offsets: self.offsets.clone(),
+            degree_dists: self.degree_dists.clone(),
             ..*self
         }
     }
@@ -118,14 +119,16 @@ impl Implicit {
             offsets: Vec::new(),
             src_one: [fixed(C / (A + C)), fixed(D / (B + D))],
             dst_one: [fixed(B / (A + B)), fixed(D / (C + D))],
-            degree_dists: [[Poisson::default(); 2]; super::MAX_SCALE as usize + 1],
+            degree_dists: Vec::new(),
         };
-        for ones in 0..=scale as i32 {
-            let zeros = scale as i32 - ones;
-            let out = g.edges * (A + B).powi(zeros) * (C + D).powi(ones);
-            let inn = g.edges * (A + C).powi(zeros) * (B + D).powi(ones);
-            g.degree_dists[ones as usize] = [Poisson::new(out), Poisson::new(inn)];
-        }
+        g.degree_dists = (0..=scale as i32)
+            .map(|ones| {
+                let zeros = scale as i32 - ones;
+                let out = g.edges * (A + B).powi(zeros) * (C + D).powi(ones);
+                let inn = g.edges * (A + C).powi(zeros) * (B + D).powi(ones);
+                [Poisson::new(out), Poisson::new(inn)]
+            })
+            .collect();
         let bound = max_entries(scale, edge_factor);
         let mut offsets = Vec::with_capacity(n as usize + 1);
         let mut total = 0u64;
@@ -244,7 +247,7 @@ impl Implicit {
 
 /// A Poisson distribution, sampled by Knuth's product of uniforms for small means and the
 /// normal approximation (Box-Muller, rounded, at least 0) above 64.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Poisson {
     mean: f64,
     /// `e^-mean`: where Knuth's product stops.
