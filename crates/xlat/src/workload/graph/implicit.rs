@@ -379,6 +379,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn degree_distributions_are_the_r_mat_means_of_each_vertex() {
+        // A vertex's expected out-degree is edges * P(source bits), in-degree edges *
+        // P(destination bits): (A+B) or (C+D) per zero or one bit of its id, in that order
+        // of operations, so the tables give the very floats a per-vertex computation would.
+        let (scale, edge_factor) = (12, 16);
+        let g = Implicit::new(scale, edge_factor, 7);
+        assert_eq!(g.degree_dists.len(), scale as usize + 1);
+        for u in [0u32, 1, 0b1011, (1 << scale) - 1] {
+            let ones = u.count_ones() as i32;
+            let zeros = scale as i32 - ones;
+            let edges = edge_factor as f64 * (1u64 << scale) as f64;
+            let out = edges * (A + B).powi(zeros) * (C + D).powi(ones);
+            let inn = edges * (A + C).powi(zeros) * (B + D).powi(ones);
+            let [o, i] = g.degree_dists[ones as usize];
+            assert_eq!((o.mean, i.mean), (out, inn), "vertex {u}");
+            assert_eq!(
+                (o.limit, i.limit),
+                ((-out).exp(), (-inn).exp()),
+                "vertex {u}"
+            );
+        }
+    }
+
+    #[test]
     fn rows_are_deterministic_sorted_and_as_long_as_their_offsets() {
         let g = Implicit::new(10, 8, 42);
         let h = Implicit::new(10, 8, 42);
