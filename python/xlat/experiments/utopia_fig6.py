@@ -35,6 +35,9 @@ from .. import plots
 from .registry import SCALES, Analysis, Reproduction, System, ascending, register
 from .utopia import GRAPH_KERNELS, PAPER
 
+#: The least average fault ratio the direction counts as "more": a ratio of 1.00002 (a few
+#: hundred extra faults in millions) would hold a strict "more" while showing nothing.
+MORE_ON_AVERAGE = 1.01
 #: RestSeg bytes per scale: physical memory is this plus the kernel's reserve.
 RESTSEG_BYTES = {"tiny": 8 << 20, "quick": 64 << 20, "full": 1 << 30, "paper": 8 << 30}
 #: Every workload's footprint, as a fraction of the RestSeg: all of it (from below). The
@@ -180,11 +183,19 @@ register(
         references=REFERENCES,
         analyse=_analyse,
         direction="restrictive-only mapping faults more than flexible-only mapping with the same "
-        "memory: never fewer on a workload, more on average (paper: 2.2x on average)",
+        "memory: never fewer on a workload, at least 1% more on average (paper: 2.2x on average)",
         direction_check=lambda df, v: (
             ascending(1.0, float(_ratios(df).min()))
-            and ascending(1.0, v["fig6_fault_ratio_avg"], strict=True)
+            and ascending(MORE_ON_AVERAGE, v["fig6_fault_ratio_avg"])
         ),
+        direction_not_shown={
+            "paper": "the runs' 500M references touch 41K-2.1M pages (0.16-8 GiB) of the 8 GiB, "
+            "16-way RestSeg, in a few large arrays whose consecutive pages fill consecutive "
+            "sets evenly: only XSBench (2 major faults) and DLRM-SLS (528) ever overflow a "
+            "set, and GUPS's 8 GiB table fills every set with exactly its 16 pages, so the "
+            "restrictive mapping faults 1.00002x as often; the paper's 2.2x needs pages that "
+            "collide in sets, which scattered allocations give and our arrays do not",
+        },
         # Every fault counts: pages are mapped at their first touch (no populate), and the run
         # is simulated from its first record.
         overrides={
