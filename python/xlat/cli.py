@@ -13,7 +13,8 @@
                   [--backend local|dask] [--jobs N] [--scheduler ADDR]
     xlat query    SQL SWEEP_DIR... [--csv | --json]
     xlat report   SWEEP_DIR [--out FILE]
-    xlat reproduce [--list] [--check] [ID | all] [--quick | --tiny | --scale S] [--out DIR] [--jobs N]
+    xlat reproduce [--list] [--check] [ID | all] [--quick | --tiny | --scale S]
+                  [--out DIR] [--jobs N]
 
 Every error of the engine or of the command line is printed as ``xlat: error: <message>`` on
 stderr with exit status 2, without a Python traceback.
