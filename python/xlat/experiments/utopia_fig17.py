@@ -251,6 +251,11 @@ register(
             "within 0.95-1.0x): the 512 MB RestSeg, shared by four programs of up to 4 GiB, "
             "holds few of the pages that miss the L2 TLB (GUPS walks as on Radix), and a "
             "RestSeg walk reads one TAR line per page, which the 2 KB TAR cache rarely holds",
+            "paper": "measured 0.77x, slower on every mix (0.52-0.90x): the shared 512 MB "
+            "RestSeg holds a small part of four programs' 8-33 GB, so pages churn through it "
+            "(m3 with GUPS: 1.8M pages promoted, their copies 10% of the four cores' cycles; "
+            "2-6% on the other mixes), and RestSeg walks read TAR lines that Table 1's 2 KB "
+            "TAR cache rarely holds (0.2% hits single-core at this scale)",
         },
         notes="Four cores as Table 1 (LLC 2 MB per core, 8 MB shared); the paper also runs 2 "
         "and 8 cores, which we do not. Mixes (member i on core i): m1 sssp+xsbench+kmer+tc, "
