@@ -424,6 +424,34 @@ impl Core {
         self.stream = stream;
     }
 
+    /// Dispatch a memory record: its `n` non-memory instructions, then its memory
+    /// instruction ([`Core::issue_memory`]). Returns the cycle its address is ready.
+    #[inline(always)]
+    pub fn dispatch_record(
+        &mut self,
+        n: u32,
+        dep: u32,
+        stream: u8,
+        is_store: bool,
+        joins: bool,
+    ) -> u64 {
+        self.non_memory(n);
+        self.issue_memory(dep, stream, is_store, joins)
+    }
+
+    /// The memory instruction issued last was translated by `data_at` and has its data
+    /// `data_latency` later. A load completes then; a store once translated (the store
+    /// buffer drains the write in the background).
+    #[inline(always)]
+    pub fn complete_access(&mut self, data_at: u64, data_latency: u64, is_store: bool) {
+        let complete = if is_store {
+            data_at + 1
+        } else {
+            data_at + data_latency
+        };
+        self.complete_memory(complete, is_store)
+    }
+
     /// The memory instruction issued last completes at `complete`.
     #[inline(always)]
     pub fn complete_memory(&mut self, complete: u64, is_store: bool) {

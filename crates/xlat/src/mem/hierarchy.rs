@@ -314,6 +314,25 @@ impl Hierarchy {
         self.beyond_l1d(addr, kind, now, entry, latency, served)
     }
 
+    /// [`Hierarchy::access`] by core `core` of a line its L1D found recently (a stream's next
+    /// word): the hit counted, its latency. `None` (nothing changed) says only that it must
+    /// `access`.
+    #[inline(always)]
+    pub fn l1d_repeat(
+        &mut self,
+        core: usize,
+        addr: PhysAddr,
+        kind: MemKind,
+        write: bool,
+    ) -> Option<u64> {
+        if self.timing != Timing::Detailed {
+            return None;
+        }
+        let l1d = &mut self.private[core][0];
+        l1d.access_recent(addr.line(), kind, write)
+            .then(|| l1d.latency())
+    }
+
     /// The part of an access that missed the L1D (or entered below it): the wait for an L1D
     /// MSHR, DRAM if no cache held the line. Kept out of line so the hit path of
     /// [`Hierarchy::access`] stays small enough to inline.

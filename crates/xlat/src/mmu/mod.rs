@@ -266,19 +266,33 @@ impl TlbLevel {
     /// counters are updated, without following the arrays' storage to the entry.
     #[inline(always)]
     pub fn lookup(&mut self, va: VirtAddr, asid: u16) -> Option<(Pfn, PageSize)> {
-        let page = va.0 >> BASE_PAGE_SHIFT;
-        if let Some(last) = self.last_hit {
-            if last.page == page && last.asid == asid {
-                self.stats.accesses += 1;
-                self.stats.hits += 1;
-                for (_, t) in &mut self.arrays[..last.array] {
-                    t.count_lookup(false);
-                }
-                self.arrays[last.array].1.count_lookup(true);
-                return Some((last.pfn, last.size));
-            }
+        if let Some(hit) = self.repeat(va, asid) {
+            self.count_repeat();
+            return Some(hit);
         }
-        self.lookup_arrays(page, va, asid)
+        self.lookup_arrays(va.0 >> BASE_PAGE_SHIFT, va, asid)
+    }
+
+    /// What [`TlbLevel::lookup`] answers if `va` is on the page the last lookup found,
+    /// without looking it up (nothing counted); `None` says nothing about `va`.
+    #[inline(always)]
+    pub fn repeat(&self, va: VirtAddr, asid: u16) -> Option<(Pfn, PageSize)> {
+        let last = self.last_hit?;
+        (last.page == va.0 >> BASE_PAGE_SHIFT && last.asid == asid).then_some((last.pfn, last.size))
+    }
+
+    /// Count the lookup [`TlbLevel::repeat`] answered.
+    #[inline(always)]
+    pub fn count_repeat(&mut self) {
+        let Some(last) = self.last_hit else {
+            return;
+        };
+        self.stats.accesses += 1;
+        self.stats.hits += 1;
+        for (_, t) in &mut self.arrays[..last.array] {
+            t.count_lookup(false);
+        }
+        self.arrays[last.array].1.count_lookup(true);
     }
 
     /// [`TlbLevel::lookup`] of another page than the last lookup's.
@@ -455,6 +469,37 @@ impl<S: MmuScheme> Mmu<S> {
         } else {
             &mut self.l1
         }
+    }
+
+    /// What [`Mmu::translate`] gives an access of kind `op` to the page its L1 TLB found last
+    /// (the next access of a stream, most accesses of most programs): that TLB's repeated
+    /// hit, not counted yet ([`Mmu::count_repeat`]). `None` says only that it must
+    /// `translate`.
+    #[inline(always)]
+    pub fn repeat(&self, va: VirtAddr, pid: u16, op: Op) -> Option<Translation> {
+        if S::PERFECT {
+            return None;
+        }
+        let l1 = if op == Op::Ifetch {
+            &self.itlb
+        } else {
+            &self.l1
+        };
+        let (pfn, size) = l1.repeat(va, pid)?;
+        Some(Translation {
+            paddr: translate(va, pfn, size),
+            size,
+            latency: l1.latency,
+            found: Found::L1,
+        })
+    }
+
+    /// Count the translation [`Mmu::repeat`] gave an access of kind `op`, as `translate`
+    /// counts it.
+    #[inline(always)]
+    pub fn count_repeat(&mut self, op: Op) {
+        self.counters.translations += 1;
+        self.l1_of(op).count_repeat();
     }
 
     /// Translate `va` of process `pid` for an access of kind `op` issued at cycle `now`.
