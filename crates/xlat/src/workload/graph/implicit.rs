@@ -381,8 +381,10 @@ mod tests {
     #[test]
     fn degree_distributions_are_the_r_mat_means_of_each_vertex() {
         // A vertex's expected out-degree is edges * P(source bits), in-degree edges *
-        // P(destination bits): (A+B) or (C+D) per zero or one bit of its id, in that order
-        // of operations, so the tables give the very floats a per-vertex computation would.
+        // P(destination bits): (A+B) or (C+D) per zero or one bit of its id. Equal to a few
+        // ulps, not exactly: an optimised build may fold `powi` of the constants here at
+        // compile time, which rounds differently from the library's `powi` at run time.
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs();
         let (scale, edge_factor) = (12, 16);
         let g = Implicit::new(scale, edge_factor, 7);
         assert_eq!(g.degree_dists.len(), scale as usize + 1);
@@ -393,12 +395,9 @@ mod tests {
             let out = edges * (A + B).powi(zeros) * (C + D).powi(ones);
             let inn = edges * (A + C).powi(zeros) * (B + D).powi(ones);
             let [o, i] = g.degree_dists[ones as usize];
-            assert_eq!((o.mean, i.mean), (out, inn), "vertex {u}");
-            assert_eq!(
-                (o.limit, i.limit),
-                ((-out).exp(), (-inn).exp()),
-                "vertex {u}"
-            );
+            assert!(close(o.mean, out) && close(i.mean, inn), "vertex {u}");
+            // The limits are those of the tables' own means.
+            assert_eq!((o.limit, i.limit), ((-o.mean).exp(), (-i.mean).exp()));
         }
     }
 
