@@ -147,7 +147,7 @@ impl Cache {
         let set = self.array.set_of(line);
         let vacancy = match self.array.probe(set, line) {
             Ok(b) => {
-                Self::hit(&mut self.stats, b, kind, write);
+                Self::hits(&mut self.stats, b, kind, write, 1);
                 self.remember(line);
                 return true;
             }
@@ -181,7 +181,7 @@ impl Cache {
                 }
             }
         };
-        Self::hit(&mut self.stats, b, kind, write);
+        Self::hits(&mut self.stats, b, kind, write, 1);
         true
     }
 
@@ -195,13 +195,28 @@ impl Cache {
         }
     }
 
+    /// `n` more hits on `line`, the line the last access found, as `n` calls of
+    /// [`Cache::access_recent`] would count them (a write if any of them writes). Returns
+    /// false, having done nothing, if the last access found another line.
     #[inline(always)]
-    fn hit(stats: &mut CacheStats, b: &mut Block, kind: MemKind, write: bool) {
+    pub fn rehit(&mut self, line: u64, kind: MemKind, write: bool, n: u64) -> bool {
+        let set = self.array.set_of(line);
+        match self.array.recent(set, line) {
+            Some(b) => {
+                Self::hits(&mut self.stats, b, kind, write, n);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline(always)]
+    fn hits(stats: &mut CacheStats, b: &mut Block, kind: MemKind, write: bool, n: u64) {
         b.dirty |= write;
         // A line re-used by another kind (e.g. a PT page freed and reused for data) is
         // re-tagged, so occupancy reflects current contents.
         b.kind = kind;
-        stats.by_kind[kind.index()].hits += 1;
+        stats.by_kind[kind.index()].hits += n;
     }
 
     pub fn stats(&self) -> &CacheStats {

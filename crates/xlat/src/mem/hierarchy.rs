@@ -333,6 +333,14 @@ impl Hierarchy {
             .then(|| l1d.latency())
     }
 
+    /// `n` more accesses by core `core` to the line its L1D found last, hits counted as
+    /// [`Hierarchy::l1d_repeat`] counts each (a write if any of them writes).
+    #[inline(always)]
+    pub fn l1d_rehits(&mut self, core: usize, addr: PhysAddr, kind: MemKind, write: bool, n: u64) {
+        let found = self.private[core][0].rehit(addr.line(), kind, write, n);
+        debug_assert!(found, "the line the L1D found last");
+    }
+
     /// The part of an access that missed the L1D (or entered below it): the wait for an L1D
     /// MSHR, DRAM if no cache held the line. Kept out of line so the hit path of
     /// [`Hierarchy::access`] stays small enough to inline.

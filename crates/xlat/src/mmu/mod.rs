@@ -267,7 +267,7 @@ impl TlbLevel {
     #[inline(always)]
     pub fn lookup(&mut self, va: VirtAddr, asid: u16) -> Option<(Pfn, PageSize)> {
         if let Some(hit) = self.repeat(va, asid) {
-            self.count_repeat();
+            self.count_repeat(1);
             return Some(hit);
         }
         self.lookup_arrays(va.0 >> BASE_PAGE_SHIFT, va, asid)
@@ -281,18 +281,18 @@ impl TlbLevel {
         (last.page == va.0 >> BASE_PAGE_SHIFT && last.asid == asid).then_some((last.pfn, last.size))
     }
 
-    /// Count the lookup [`TlbLevel::repeat`] answered.
+    /// Count the lookup [`TlbLevel::repeat`] answered, `n` times.
     #[inline(always)]
-    pub fn count_repeat(&mut self) {
+    pub fn count_repeat(&mut self, n: u64) {
         let Some(last) = self.last_hit else {
             return;
         };
-        self.stats.accesses += 1;
-        self.stats.hits += 1;
+        self.stats.accesses += n;
+        self.stats.hits += n;
         for (_, t) in &mut self.arrays[..last.array] {
-            t.count_lookup(false);
+            t.count_lookups(false, n);
         }
-        self.arrays[last.array].1.count_lookup(true);
+        self.arrays[last.array].1.count_lookups(true, n);
     }
 
     /// [`TlbLevel::lookup`] of another page than the last lookup's.
@@ -495,11 +495,11 @@ impl<S: MmuScheme> Mmu<S> {
     }
 
     /// Count the translation [`Mmu::repeat`] gave an access of kind `op`, as `translate`
-    /// counts it.
+    /// counts it, `n` times.
     #[inline(always)]
-    pub fn count_repeat(&mut self, op: Op) {
-        self.counters.translations += 1;
-        self.l1_of(op).count_repeat();
+    pub fn count_repeat(&mut self, op: Op, n: u64) {
+        self.counters.translations += n;
+        self.l1_of(op).count_repeat(n);
     }
 
     /// Translate `va` of process `pid` for an access of kind `op` issued at cycle `now`.

@@ -310,16 +310,16 @@ impl Tlb {
         None
     }
 
-    /// Count a lookup known to repeat the one before it, and its outcome, without making it
-    /// (see [`TlbLevel::lookup`](crate::mmu::TlbLevel::lookup)).
+    /// Count `n` lookups known to repeat the one before them, and their outcome, without
+    /// making them (see [`TlbLevel::lookup`](crate::mmu::TlbLevel::lookup)).
     #[inline(always)]
-    pub fn count_lookup(&mut self, hit: bool) {
+    pub fn count_lookups(&mut self, hit: bool, n: u64) {
         let stats = &mut self.array.stats;
-        stats.accesses += 1;
+        stats.accesses += n;
         if hit {
-            stats.hits += 1;
+            stats.hits += n;
         } else {
-            stats.misses += 1;
+            stats.misses += n;
         }
     }
 

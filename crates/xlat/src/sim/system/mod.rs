@@ -15,7 +15,7 @@
 mod fast_forward;
 
 use super::SimConfig;
-use crate::addr::{PageSize, Pfn, PhysAddr, Vpn};
+use crate::addr::{PageSize, Pfn, PhysAddr, Vpn, BASE_PAGE_SHIFT, LINE_SHIFT};
 use crate::core::Core;
 use crate::error::{Error, Result};
 use crate::mem::{Hierarchy, Level, MemKind};
@@ -140,6 +140,12 @@ fn page_recurs(buf: &[Record], j: usize) -> bool {
     let page = |r: &Record| (r.vaddr.0 >> 12, r.pid);
     let p = page(&buf[j]);
     buf[j.saturating_sub(3)..j].iter().any(|r| page(r) == p)
+}
+
+/// Whether `buf[j]` exists and is on a fresh page (see [`page_recurs`]): one to prefetch.
+#[inline(always)]
+fn fresh_page(buf: &[Record], j: usize) -> bool {
+    j < buf.len() && !page_recurs(buf, j)
 }
 
 /// The OS as the MMU reads it.
@@ -341,38 +347,78 @@ impl<S: Scheme> System<S> {
         Ok(())
     }
 
-    /// [`System::step_on`] of a record on the page core `c`'s L1 TLB found last and on a line
-    /// its L1D found recently, as most records of most programs are: both hits are counted
-    /// and change nothing else, so the MMU's and the hierarchy's stages are skipped. Returns
-    /// false, having done nothing, for any other record, or when each translation is checked.
+    /// [`System::step_on`] of `buf[i]` if it is on the page core `c`'s L1 TLB found last and
+    /// on a line its L1D found recently, as most records of most programs are: both hits are
+    /// counted and change nothing else, so the MMU's and the hierarchy's stages are skipped.
+    /// The records after it on the same line (a stream's next words) then hit the same two
+    /// entries, with nothing between to change them: they are stepped through the core alone,
+    /// their hits counted together at the end. The run stops at the record that reaches the
+    /// next event, and before one whose walk the run loop would prefetch (`fresh_pages` is
+    /// updated for the records stepped, as the loop would). Returns how many records it
+    /// stepped: 0, having done nothing, if `buf[i]` is not such a record, or each translation
+    /// is checked.
     #[inline(always)]
-    fn step_repeat(&mut self, c: usize, rec: &Record) -> bool {
+    fn step_repeats(&mut self, c: usize, buf: &[Record], i: usize, fresh_pages: &mut u32) -> usize {
+        let rec = &buf[i];
+        // Mostly, a record repeats the L1 TLB's last page only if it repeats the page of the
+        // record before it: the others are not looked at further (a guess that changes no
+        // result, only how often the check below is made in vain).
+        let page = |r: &Record| (r.vaddr.0 >> BASE_PAGE_SHIFT, r.pid);
+        if i == 0 || page(&buf[i - 1]) != page(rec) {
+            return 0;
+        }
         if self.cfg.sim.verify || self.verified >= self.inject_at {
-            return false;
+            return 0;
         }
         let unit = &mut self.cores[c];
         let Some(t) = unit.mmu.repeat(rec.vaddr, rec.pid, rec.op) else {
-            return false;
+            return 0;
         };
         let store = rec.op == Op::Store;
         let Some(data_latency) = self.mem.l1d_repeat(c, t.paddr, MemKind::DATA, store) else {
-            return false;
+            return 0;
         };
-        unit.mmu.count_repeat(rec.op);
         self.mem.set_core(c);
-        let before = unit.core.instructions();
-        let issue = unit.core.dispatch_record(
-            rec.instr_delta,
-            rec.dep,
-            rec.core,
-            store,
-            rec.joins_previous(),
-        );
+        // The same line, and through the same TLB (an instruction fetch or not).
+        let same_line = |r: &Record| {
+            r.vaddr.0 >> LINE_SHIFT == rec.vaddr.0 >> LINE_SHIFT
+                && r.pid == rec.pid
+                && (r.op == Op::Ifetch) == (rec.op == Op::Ifetch)
+        };
+        let mut j = i;
+        let mut writes = false;
+        loop {
+            let r = &buf[j];
+            let store = r.op == Op::Store;
+            writes |= store;
+            let before = unit.core.instructions();
+            let issue =
+                unit.core
+                    .dispatch_record(r.instr_delta, r.dep, r.core, store, r.joins_previous());
+            unit.core
+                .complete_access(issue + t.latency, data_latency, store);
+            self.instructions += unit.core.instructions() - before;
+            j += 1;
+            if j == buf.len() || self.instructions >= self.next_event || !same_line(&buf[j]) {
+                break;
+            }
+            let far_fresh = fresh_page(buf, j + 2 * PREFETCH_AHEAD);
+            let shifted = *fresh_pages << 1 | far_fresh as u32;
+            if far_fresh || shifted >> PREFETCH_AHEAD & 1 == 1 {
+                break;
+            }
+            *fresh_pages = shifted;
+        }
+        // The first record's L1D hit is counted already.
+        let stepped = (j - i) as u64;
+        unit.mmu.count_repeat(rec.op, stepped);
+        if stepped > 1 {
+            self.mem
+                .l1d_rehits(c, t.paddr, MemKind::DATA, writes, stepped - 1);
+        }
+        // The MSHRs' floor moves with the clock (no access of the run read it).
         self.mem.core_clock(c, unit.core.now());
-        unit.core
-            .complete_access(issue + t.latency, data_latency, store);
-        self.instructions += unit.core.instructions() - before;
-        true
+        j - i
     }
 
     /// The OS handles the page fault core `c`'s MMU reported (once every older instruction
@@ -679,12 +725,12 @@ impl<S: Scheme> System<S> {
             // Bit k: whether the record k places back of the one `2 * PREFETCH_AHEAD` ahead is
             // on a fresh page (one to prefetch): each record is asked once, at the far
             // distance, and its answer read again `PREFETCH_AHEAD` records later.
-            let fresh = |j: usize| j < buf.len() && !page_recurs(&buf, j);
             let mut fresh_pages = (PREFETCH_AHEAD..2 * PREFETCH_AHEAD)
-                .fold(0u32, |bits, j| bits << 1 | fresh(j) as u32);
-            for (i, rec) in buf.iter().enumerate() {
+                .fold(0u32, |bits, j| bits << 1 | fresh_page(&buf, j) as u32);
+            let mut i = 0;
+            while i < buf.len() {
                 let far = i + 2 * PREFETCH_AHEAD;
-                let far_fresh = fresh(far);
+                let far_fresh = fresh_page(&buf, far);
                 fresh_pages = fresh_pages << 1 | far_fresh as u32;
                 if far_fresh {
                     self.prefetch(&buf[far], Prefetch::Index);
@@ -692,10 +738,13 @@ impl<S: Scheme> System<S> {
                 if fresh_pages >> PREFETCH_AHEAD & 1 == 1 {
                     self.prefetch(&buf[i + PREFETCH_AHEAD], Prefetch::Word);
                 }
-                if !self.step_repeat(0, rec) {
-                    self.step_on(0, rec).map_err(|e| e.at_record(done))?;
+                let mut stepped = self.step_repeats(0, &buf, i, &mut fresh_pages);
+                if stepped == 0 {
+                    self.step_on(0, &buf[i]).map_err(|e| e.at_record(done))?;
+                    stepped = 1;
                 }
-                done += 1;
+                done += stepped as u64;
+                i += stepped;
                 if self.after_step() {
                     break 'outer;
                 }

@@ -1,0 +1,80 @@
+//! The run loop's short cut for records that repeat the page of the L1 TLB's last hit and the
+//! line of the L1D's (`System::step_repeats`) changes no result: with `sim.verify` every
+//! record takes the whole MMU and hierarchy instead, and every scheme gives the same stats
+//! either way, on workloads with streams (runs of records per line), random updates (a
+//! store after its load), pointer chasing and two programs interleaved on one core.
+
+#[path = "common/sim.rs"]
+mod sim;
+
+use std::collections::BTreeMap;
+
+/// The stats tree flattened to `path -> value`, without the `verify` subtree (whether the
+/// check ran, and how many translations it checked).
+fn flat(v: &serde_json::Value) -> BTreeMap<String, String> {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    walk(&format!("{prefix}.{k}"), v, out);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    walk(&format!("{prefix}[{i}]"), v, out);
+                }
+            }
+            other => {
+                out.insert(prefix.to_string(), other.to_string());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk("", v, &mut out);
+    out.retain(|k, _| !k.starts_with(".verify."));
+    out
+}
+
+#[test]
+fn every_scheme_gives_the_same_stats_with_each_record_through_the_whole_mmu() {
+    let presets = [
+        "baseline-radix",
+        "perfect-tlb",
+        "ecpt",
+        "mehpt",
+        "utopia",
+        "rmm",
+        "pom-tlb",
+        "virt-4k4k",
+        "dual-direct",
+    ];
+    for preset in presets {
+        for workload in ["stream", "gups", "btree", "mix"] {
+            let stats = |verify: bool| {
+                let mut extra = vec![format!("sim.verify={verify}"), "seed=3".to_string()];
+                if workload == "gups" {
+                    // A table eager paging (RMM) can map in 4 GiB.
+                    extra.push(format!("workload.table_bytes={}", 256 * sim::MIB));
+                }
+                if workload == "mix" {
+                    // Room for eager paging (RMM) to back every member's VMAs.
+                    extra.push(format!("os.physmem.bytes={}", 32 * sim::GIB));
+                }
+                flat(&sim::run(sim::cfg(preset, workload, 30_000, &extra)))
+            };
+            let (fast, whole) = (stats(false), stats(true));
+            assert!(
+                fast.get(".core.memory_refs").is_some_and(|v| v != "0"),
+                "{preset} {workload}: no references"
+            );
+            let differ: Vec<_> = whole
+                .iter()
+                .filter(|(k, v)| fast.get(*k) != Some(v))
+                .map(|(k, v)| format!("{k}: {v} with verify, {:?} without", fast.get(k)))
+                .take(5)
+                .collect();
+            assert!(differ.is_empty(), "{preset} {workload}: {differ:#?}");
+            assert_eq!(fast.len(), whole.len(), "{preset} {workload}");
+        }
+    }
+}
