@@ -4,6 +4,8 @@
 //! either way, on workloads with streams (runs of records per line), random updates (a
 //! store after its load), pointer chasing and two programs interleaved on one core.
 
+// Not every helper there is needed here.
+#[allow(dead_code)]
 #[path = "common/sim.rs"]
 mod sim;
 
