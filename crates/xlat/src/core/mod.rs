@@ -130,15 +130,13 @@ pub struct Core {
     /// The instruction dispatched last is a memory instruction (a further operand may join
     /// it); false at the start and after non-memory instructions.
     last_was_memory: bool,
-    /// The retire bound of each of the last `rob + 1` instructions, a ring: for instruction
-    /// `k`, in slot `k % (rob + 1)`, the retire cycle of the newest memory instruction at or
-    /// before it (a non-memory instruction retires right behind it). `rob + 1` slots: the
-    /// instruction dispatching reads the slot of the one `rob` older, which is the slot the
-    /// instruction after it will take, so a ring of one slot per instruction is O(1) per
-    /// instruction, with no search.
+    /// The retire bound of each of the last `retire_ring.len()` instructions, a ring: for
+    /// instruction `k`, in slot `k % retire_ring.len()`, the retire cycle of the newest memory
+    /// instruction at or before it (a non-memory instruction retires right behind it). The
+    /// instruction dispatching reads the slot of the one `rob` older, so one slot per
+    /// instruction is O(1) per instruction, with no search. More slots than the ROB has
+    /// entries, a power of two: a slot is the instruction's number masked, with no wrap test.
     retire_ring: Vec<u64>,
-    /// The slot of the next instruction to dispatch: `instr % (rob + 1)`.
-    ring_next: usize,
     /// The retire bound of the newest memory instruction (0 before the first): what a
     /// non-memory instruction's slot gets.
     memory_retire: u64,
@@ -198,8 +196,7 @@ impl Core {
             dispatch_slots_used: 0,
             last_retire: 0,
             last_was_memory: false,
-            retire_ring: vec![0; rob as usize + 1],
-            ring_next: 0,
+            retire_ring: vec![0; (rob as usize + 1).next_power_of_two()],
             memory_retire: 0,
             deps: DepHistory::new(),
             stream: 0,
@@ -262,34 +259,23 @@ impl Core {
     /// dispatch before.
     #[inline(always)]
     fn enter_ring(&mut self, n: u64) -> u64 {
-        let len = self.retire_ring.len();
+        let mask = self.retire_ring.len() as u64 - 1;
         let bound = self.memory_retire;
-        let first = self.ring_next;
-        // The slot of the instruction `rob` (= len - 1) older than the last new one is the
-        // slot after the new ones. A memory instruction's own slot is set when it completes.
+        let first = self.instr;
+        // A memory instruction's own slot is set when it completes.
         if n == 1 {
-            // The common case, without a division (len >= 2: the ROB has an entry).
-            self.retire_ring[first] = bound;
-            self.ring_next = if first + 1 == len { 0 } else { first + 1 };
-            return self.retire_ring[self.ring_next];
-        }
-        if n >= len as u64 {
-            // The instruction `rob` older is one of these non-memory ones (a memory
-            // instruction dispatches alone): it retires behind the newest memory instruction.
+            self.retire_ring[(first & mask) as usize] = bound;
+        } else if n > mask {
             self.retire_ring.fill(bound);
-            self.ring_next = ((first as u64 + n) % len as u64) as usize;
-            return bound;
-        }
-        // The new instructions take the `n` slots from `first` on, wrapping at most once.
-        let end = first + n as usize;
-        if end <= len {
-            self.retire_ring[first..end].fill(bound);
         } else {
-            self.retire_ring[first..].fill(bound);
-            self.retire_ring[..end - len].fill(bound);
+            for k in first..first + n {
+                self.retire_ring[(k & mask) as usize] = bound;
+            }
         }
-        self.ring_next = if end >= len { end - len } else { end };
-        self.retire_ring[self.ring_next]
+        // Before `rob` instructions have dispatched, this is a slot none has written yet
+        // (the ring is longer than the ROB): 0, no bound.
+        let older = (first + n - 1).wrapping_sub(self.rob);
+        self.retire_ring[(older & mask) as usize]
     }
 
     /// Dispatch `n` instructions in order; returns the dispatch cycle of the last.
@@ -465,12 +451,9 @@ impl Core {
             self.stats.loads += 1;
         }
         self.last_retire = self.last_retire.max(complete);
-        // This instruction's slot in the retire ring: the one before the next.
-        let slot = match self.ring_next {
-            0 => self.retire_ring.len() - 1,
-            next => next - 1,
-        };
-        self.retire_ring[slot] = self.last_retire;
+        // This instruction's slot in the retire ring: that of the one dispatched last.
+        let mask = self.retire_ring.len() as u64 - 1;
+        self.retire_ring[((self.instr - 1) & mask) as usize] = self.last_retire;
         self.memory_retire = self.last_retire;
         if is_store {
             self.sq.retire_last(self.last_retire);
