@@ -2,7 +2,8 @@
 //! line of the L1D's (`System::step_repeats`) changes no result: with `sim.verify` every
 //! record takes the whole MMU and hierarchy instead, and every scheme gives the same stats
 //! either way, on workloads with streams (runs of records per line), random updates (a
-//! store after its load), pointer chasing and two programs interleaved on one core.
+//! store after its load), pointer chasing and two programs interleaved on one core, and with
+//! warm-up and epoch boundaries inside runs of one line's records.
 
 // Not every helper there is needed here.
 #[allow(dead_code)]
@@ -77,6 +78,30 @@ fn every_scheme_gives_the_same_stats_with_each_record_through_the_whole_mmu() {
                 .collect();
             assert!(differ.is_empty(), "{preset} {workload}: {differ:#?}");
             assert_eq!(fast.len(), whole.len(), "{preset} {workload}");
+        }
+    }
+}
+
+#[test]
+fn runs_of_repeats_stop_at_the_end_of_warm_up_and_at_each_epoch() {
+    // Odd instruction counts, so that the events fall inside runs of one line's records.
+    let events = [
+        "sim.warmup_instructions=7001".to_string(),
+        "sim.epoch_instructions=5003".to_string(),
+    ];
+    for preset in ["baseline-radix", "utopia"] {
+        for workload in ["stream", "btree"] {
+            let stats = |verify: bool| {
+                let mut extra = events.to_vec();
+                extra.push(format!("sim.verify={verify}"));
+                flat(&sim::run(sim::cfg(preset, workload, 40_000, &extra)))
+            };
+            let (fast, whole) = (stats(false), stats(true));
+            assert!(
+                fast.keys().any(|k| k.starts_with(".epochs[3]")),
+                "{preset} {workload}: epochs sampled"
+            );
+            assert_eq!(fast, whole, "{preset} {workload}");
         }
     }
 }
