@@ -7,6 +7,11 @@
 //! old one. A change that is meant to alter results re-records the file with
 //! `XLAT_BLESS=1 cargo test --test golden_stats` and says why in its commit.
 
+// Only the stats flattener is needed here.
+#[allow(dead_code)]
+#[path = "common/sim.rs"]
+mod sim;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -32,27 +37,6 @@ const ADDED_SINCE_RECORDED: &[&str] = &[
     "core.barrier_wait_cycles=",
 ];
 
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, v) in m {
-                let path = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&path, v, out);
-            }
-        }
-        serde_json::Value::Array(a) => {
-            for (i, v) in a.iter().enumerate() {
-                flatten(&format!("{prefix}[{i}]"), v, out);
-            }
-        }
-        leaf => out.push(format!("{prefix}={leaf}")),
-    }
-}
-
 fn fnv1a(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
@@ -74,8 +58,7 @@ fn run_hash(scheme: &str, workload: &str) -> u64 {
         .and_then(|mut s| s.run(&mut |_, _| Ok(())))
         .unwrap_or_else(|e| panic!("{scheme} {workload}: {e}"));
     let tree: serde_json::Value = serde_json::from_str(&stats.to_json()).unwrap();
-    let mut lines = Vec::new();
-    flatten("", &tree, &mut lines);
+    let mut lines = sim::flatten(&tree);
     lines.retain(|l| !ADDED_SINCE_RECORDED.iter().any(|p| l.starts_with(p)));
     lines.sort();
     fnv1a(&lines.join("\n"))

@@ -48,3 +48,31 @@ pub fn u(v: &serde_json::Value, path: &str) -> u64 {
         .as_u64()
         .unwrap_or_else(|| panic!("no counter {path} in {v}"))
 }
+
+/// The stats tree `v` as `path=value` lines (`core.loads=12`, `epochs[3].cycles=…`), in the
+/// tree's order.
+pub fn flatten(v: &serde_json::Value) -> Vec<String> {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    let path = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&path, v, out);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    walk(&format!("{prefix}[{i}]"), v, out);
+                }
+            }
+            leaf => out.push(format!("{prefix}={leaf}")),
+        }
+    }
+    let mut out = Vec::new();
+    walk("", v, &mut out);
+    out
+}
