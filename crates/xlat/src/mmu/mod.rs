@@ -476,15 +476,11 @@ impl<S: MmuScheme> Mmu<S> {
     /// hit, not counted yet ([`Mmu::count_repeat`]). `None` says only that it must
     /// `translate`.
     #[inline(always)]
-    pub fn repeat(&self, va: VirtAddr, pid: u16, op: Op) -> Option<Translation> {
+    pub fn repeat(&mut self, va: VirtAddr, pid: u16, op: Op) -> Option<Translation> {
         if S::PERFECT {
             return None;
         }
-        let l1 = if op == Op::Ifetch {
-            &self.itlb
-        } else {
-            &self.l1
-        };
+        let l1 = self.l1_of(op);
         let (pfn, size) = l1.repeat(va, pid)?;
         Some(Translation {
             paddr: translate(va, pfn, size),
