@@ -486,4 +486,151 @@ mod tests {
         assert_eq!(a.invalidate_where(|_, v| v % 2 == 0), 4);
         assert_eq!(a.entries().count(), 4);
     }
+    /// True LRU, the plainest way: a last-use stamp per slot, set at every use. An empty slot
+    /// has stamp 0; the victim is the first slot with the smallest stamp.
+    struct StampLru {
+        ways: usize,
+        slots: Vec<Option<(u64, u32)>>,
+        stamps: Vec<u64>,
+        clock: u64,
+    }
+
+    impl StampLru {
+        fn set(&self, set: usize) -> std::ops::Range<usize> {
+            set * self.ways..(set + 1) * self.ways
+        }
+        fn find(&self, set: usize, tag: u64, pred: impl Fn(u32) -> bool) -> Option<usize> {
+            self.set(set)
+                .find(|&s| self.slots[s].is_some_and(|(t, v)| t == tag && pred(v)))
+        }
+        fn touch(&mut self, slot: usize) {
+            self.clock += 1;
+            self.stamps[slot] = self.clock;
+        }
+        fn lookup(&mut self, set: usize, tag: u64, pred: impl Fn(u32) -> bool) -> Option<u32> {
+            let slot = self.find(set, tag, pred)?;
+            self.touch(slot);
+            self.slots[slot].map(|(_, v)| v)
+        }
+        fn insert_another(&mut self, set: usize, tag: u64, value: u32) -> Option<(u64, u32)> {
+            let victim = self.set(set).min_by_key(|&s| self.stamps[s]).unwrap();
+            let evicted = self.slots[victim].replace((tag, value));
+            self.touch(victim);
+            evicted
+        }
+        fn vacate(&mut self, slot: usize) {
+            self.slots[slot] = None;
+            self.stamps[slot] = 0;
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Lookup(u64),
+        Probe(u64, u32),
+        Insert(u64, u32),
+        InsertAnother(u64, u32),
+        LookupEven(u64),
+        Invalidate(u64),
+        InvalidateOdd,
+        Clear,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        // Few tags, so that sets fill, hit, evict and empty again.
+        prop_oneof![
+            8 => (0u64..48).prop_map(Op::Lookup),
+            8 => (0u64..48, 0u32..100).prop_map(|(t, v)| Op::Probe(t, v)),
+            4 => (0u64..48, 0u32..100).prop_map(|(t, v)| Op::Insert(t, v)),
+            1 => (0u64..48, 0u32..100).prop_map(|(t, v)| Op::InsertAnother(t, v)),
+            1 => (0u64..48).prop_map(Op::LookupEven),
+            3 => (0u64..48).prop_map(Op::Invalidate),
+            1 => Just(Op::InvalidateOdd),
+            1 => Just(Op::Clear),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Under any sequence of hits, fills, evictions and invalidations, the array (with its
+        /// memorised last hit, its one-pass probe and its in-place fills) evicts the entries
+        /// plain LRU would, and holds the same entries in the same slots.
+        #[test]
+        fn lru_matches_a_plain_reference(
+            ops in proptest::collection::vec(op(), 1..300),
+            sets_log in 0u32..3,
+            ways in proptest::sample::select(vec![1usize, 2, 3, 4, 5, 8, 12, 16]),
+        ) {
+            let sets = 1usize << sets_log;
+            let mut a: SetAssoc<u32> = SetAssoc::new(sets, ways, Replacement::Lru);
+            let mut m = StampLru {
+                ways,
+                slots: vec![None; sets * ways],
+                stamps: vec![0; sets * ways],
+                clock: 0,
+            };
+            for op in ops {
+                match op {
+                    Op::Lookup(t) => {
+                        let set = a.set_of(t);
+                        proptest::prop_assert_eq!(a.lookup(set, t).copied(), m.lookup(set, t, |_| true));
+                    }
+                    Op::Probe(t, v) => {
+                        let set = a.set_of(t);
+                        let got = match a.probe(set, t) {
+                            Ok(v) => Ok(*v),
+                            Err(at) => Err(a.fill(at, t, v)),
+                        };
+                        let want = match m.lookup(set, t, |_| true) {
+                            Some(v) => Ok(v),
+                            None => Err(m.insert_another(set, t, v)),
+                        };
+                        proptest::prop_assert_eq!(got, want);
+                    }
+                    Op::Insert(t, v) => {
+                        let set = a.set_of(t);
+                        let want = match m.find(set, t, |_| true) {
+                            Some(slot) => {
+                                m.slots[slot] = Some((t, v));
+                                m.touch(slot);
+                                None
+                            }
+                            None => m.insert_another(set, t, v),
+                        };
+                        proptest::prop_assert_eq!(a.insert(set, t, v), want);
+                    }
+                    Op::InsertAnother(t, v) => {
+                        let set = a.set_of(t);
+                        proptest::prop_assert_eq!(a.insert_another(set, t, v), m.insert_another(set, t, v));
+                    }
+                    Op::LookupEven(t) => {
+                        let set = a.set_of(t);
+                        let got = a.lookup_where(set, t, |v| v % 2 == 0).copied();
+                        proptest::prop_assert_eq!(got, m.lookup(set, t, |v| v % 2 == 0));
+                    }
+                    Op::Invalidate(t) => {
+                        let set = a.set_of(t);
+                        let slot = m.find(set, t, |_| true);
+                        slot.inspect(|&s| m.vacate(s));
+                        proptest::prop_assert_eq!(a.invalidate(set, t), slot.is_some());
+                    }
+                    Op::InvalidateOdd => {
+                        let odd: Vec<usize> = (0..sets * ways)
+                            .filter(|&s| m.slots[s].is_some_and(|(t, _)| t % 2 == 1))
+                            .collect();
+                        odd.iter().for_each(|&s| m.vacate(s));
+                        proptest::prop_assert_eq!(a.invalidate_where(|t, _| t % 2 == 1), odd.len());
+                    }
+                    Op::Clear => {
+                        a.clear();
+                        (0..sets * ways).for_each(|s| m.vacate(s));
+                    }
+                }
+                let slots: Vec<Option<(u64, u32)>> = (0..sets * ways)
+                    .map(|s| (a.tags[s] != INVALID).then(|| (a.tags[s], a.values[s])))
+                    .collect();
+                proptest::prop_assert_eq!(&slots, &m.slots);
+            }
+        }
+    }
 }

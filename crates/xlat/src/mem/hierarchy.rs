@@ -91,6 +91,10 @@ struct Mshrs {
     /// The `from` of every interval in `held`, in order: with `held`'s releases, the
     /// registers held at a cycle are a difference of two counts (see [`Mshrs::wait`]).
     froms: Vec<u64>,
+    /// How many intervals at the front of `held` ended by `floor`: released for every access
+    /// from then on, so [`Mshrs::wait`] starts its count after them. They stay in the
+    /// vectors until [`Mshrs::hold`] compacts them, as it always has.
+    ended: usize,
 }
 
 impl Mshrs {
@@ -100,6 +104,7 @@ impl Mshrs {
             held: Vec::new(),
             floor: 0,
             froms: Vec::new(),
+            ended: 0,
         }
     }
 
@@ -109,20 +114,30 @@ impl Mshrs {
     fn wait(&self, at: u64) -> u64 {
         let (held, froms) = (&self.held, &self.froms);
         let n = held.len();
-        if n < self.registers {
+        // The intervals that ended by the floor are released by `at` if it is not earlier.
+        let ended = if at >= self.floor { self.ended } else { 0 };
+        if n - ended < self.registers {
             return 0;
         }
         // Every interval ends after it begins, so those released by `t` (a prefix of `held`)
         // are among those begun by `t` (a prefix of `froms`), and the registers held at `t`
         // number the difference. It drops only at releases: the wait ends at `at` or at the
         // first release after which fewer than `registers` are held (what the search one
-        // release at a time below finds, without its scans).
-        let mut released = held.partition_point(|&(_, until)| until <= at);
+        // release at a time below finds, without its scans). Both counts are found by
+        // scanning from the side where few intervals lie: few of those still held at the
+        // floor are released by `at` (it is a few cycles later), and few begin after it.
+        let mut released = ended;
+        while released < n && held[released].1 <= at {
+            released += 1;
+        }
         if n - released < self.registers {
             // Fewer unreleased than registers, begun by `at` or not.
             return 0;
         }
-        let mut begun = froms.partition_point(|&from| from <= at);
+        let mut begun = n;
+        while begun > 0 && froms[begun - 1] > at {
+            begun -= 1;
+        }
         if begun - released < self.registers {
             return 0;
         }
@@ -176,7 +191,11 @@ impl Mshrs {
     /// A register is held from cycle `from` until the fill returns at `until`.
     #[inline]
     fn hold(&mut self, from: u64, until: u64) {
+        while self.ended < self.held.len() && self.held[self.ended].1 <= self.floor {
+            self.ended += 1;
+        }
         if self.held.len() >= 4 * self.registers {
+            self.ended = 0;
             let floor = self.floor;
             self.held.retain(|&(_, until)| until > floor);
             // A burst issued at one cycle (a page copy: every line at once) does not move
