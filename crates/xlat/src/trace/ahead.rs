@@ -10,10 +10,11 @@
 //! The consumer sees exactly what the source would have given it inline: the same records in
 //! the same batches, and after an error the records decoded before it, then the error.
 
+use super::pipe::{pipe, PipeReceiver, PipeSender};
 use super::{Record, RecordSource, Roi, BATCH};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::{self, JoinHandle};
 
 /// Batches filled ahead of the consumer: the depth of the channel.
@@ -32,7 +33,7 @@ enum Msg {
 /// A [`RecordSource`] whose inner source is read on a thread of its own. Dropping it stops the
 /// thread (which notices at its next hand-over) and waits for it.
 pub struct Ahead {
-    batches: Receiver<Msg>,
+    batches: PipeReceiver<Msg>,
     /// Returns the consumer's spent buffers to the thread.
     spent: Sender<Vec<Record>>,
     /// The error to report again, or `Some(None)` once the source has ended cleanly.
@@ -47,7 +48,7 @@ impl Ahead {
     /// Starts reading `source`, the trace at `path`, on a new thread.
     pub fn spawn(path: &Path, source: Box<dyn RecordSource + Send>) -> Result<Ahead> {
         let (len_hint, roi) = (source.len_hint(), source.roi());
-        let (batch_tx, batches) = mpsc::sync_channel(BATCHES_AHEAD);
+        let (batch_tx, batches) = pipe(BATCHES_AHEAD);
         let (spent, spent_rx) = mpsc::channel();
         let worker = thread::Builder::new()
             .name("xlat-trace-read".into())
@@ -68,7 +69,7 @@ impl Ahead {
 /// The reading thread: fill batches until the source ends or fails, or the consumer is gone.
 fn read(
     mut source: Box<dyn RecordSource + Send>,
-    batches: &SyncSender<Msg>,
+    batches: &PipeSender<Msg>,
     spent: &Receiver<Vec<Record>>,
 ) {
     loop {

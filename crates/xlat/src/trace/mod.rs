@@ -16,6 +16,7 @@ pub mod compress;
 pub mod inspect;
 pub mod lackey;
 pub mod native;
+pub(crate) mod pipe;
 mod readahead;
 
 use crate::addr::VirtAddr;

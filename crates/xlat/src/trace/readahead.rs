@@ -9,8 +9,9 @@
 //! call asks for `read_bytes`), so the consumer sees the same bytes, and after an error the
 //! same good bytes followed by the same error, as it would reading the decoder inline.
 
+use super::pipe::{pipe, PipeReceiver, PipeSender};
 use std::io::{self, BufRead, Read};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::{self, JoinHandle};
 
 /// Decoder reads per chunk handed over (a chunk holds up to `READS_PER_CHUNK * read_bytes`).
@@ -41,7 +42,7 @@ enum State {
 /// A `BufRead` over a decoder running on its own thread. Dropping it stops the thread (which
 /// notices at its next hand-over, after at most one chunk) and waits for it.
 pub struct ReadAhead {
-    chunks: Receiver<Msg>,
+    chunks: PipeReceiver<Msg>,
     /// Returns consumed chunks to the thread, so that it allocates none per chunk.
     spent: Sender<Vec<u8>>,
     chunk: Vec<u8>,
@@ -54,7 +55,7 @@ pub struct ReadAhead {
 impl ReadAhead {
     /// Starts decoding `inner` on a new thread, `read_bytes` per read.
     pub fn spawn<R: Read + Send + 'static>(inner: R, read_bytes: usize) -> io::Result<ReadAhead> {
-        let (chunk_tx, chunks) = mpsc::sync_channel(CHUNKS_AHEAD);
+        let (chunk_tx, chunks) = pipe(CHUNKS_AHEAD);
         let (spent, spent_rx) = mpsc::channel();
         let worker = thread::Builder::new()
             .name("xlat-decompress".into())
@@ -104,7 +105,7 @@ impl ReadAhead {
 fn decode(
     mut inner: impl Read,
     read_bytes: usize,
-    chunks: &SyncSender<Msg>,
+    chunks: &PipeSender<Msg>,
     spent: &Receiver<Vec<u8>>,
 ) {
     let chunk_bytes = READS_PER_CHUNK * read_bytes;
@@ -171,9 +172,8 @@ impl Drop for ReadAhead {
 /// Stop a thread that sends to `rx` and wait for it: hang up first, so that a thread blocked
 /// on the full channel fails its send and returns. A panic of the thread has been reported
 /// through the channel already (or was never asked for).
-pub(super) fn stop<T>(rx: &mut Receiver<T>, worker: &mut Option<JoinHandle<()>>) {
-    let (_, hung_up) = mpsc::sync_channel(0);
-    drop(std::mem::replace(rx, hung_up));
+pub(super) fn stop<T>(rx: &mut PipeReceiver<T>, worker: &mut Option<JoinHandle<()>>) {
+    rx.hang_up();
     if let Some(worker) = worker.take() {
         let _ = worker.join();
     }

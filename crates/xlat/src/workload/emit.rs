@@ -22,6 +22,7 @@
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
+use crate::trace::pipe::{pipe, PipeReceiver, PipeSender};
 use crate::trace::{Op, Record, RecordSource, Roi, BATCH};
 use std::any::Any;
 use std::ops::Range;
@@ -57,7 +58,7 @@ struct Batch {
 type Shared = Arc<dyn Any + Send + Sync>;
 
 pub struct Emitter {
-    tx: SyncSender<Batch>,
+    tx: PipeSender<Batch>,
     /// Emptied batches the reader hands back, so batches are reused rather than allocated.
     spare: Receiver<Vec<Record>>,
     batch: Vec<Record>,
@@ -380,7 +381,7 @@ enum Outcome {
 
 /// One software thread's producer, as the merged stream sees it.
 struct Producer {
-    rx: Receiver<Batch>,
+    rx: PipeReceiver<Batch>,
     /// Where consumed batches go back to the producer for reuse.
     spare_tx: SyncSender<Vec<Record>>,
     records: Vec<Record>,
@@ -465,7 +466,7 @@ impl ThreadedSource {
         let threads = self.pending.len();
         let team = (threads > 1).then(|| Arc::new(TeamSync::new(threads)));
         for (core, algorithm) in std::mem::take(&mut self.pending).into_iter().enumerate() {
-            let (tx, rx) = sync_channel(CHANNEL_DEPTH);
+            let (tx, rx) = pipe(CHANNEL_DEPTH);
             let (spare_tx, spare) = sync_channel(CHANNEL_DEPTH + 2);
             let mut e = Emitter {
                 tx,
