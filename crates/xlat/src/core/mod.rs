@@ -308,16 +308,13 @@ impl Core {
                 )
             }
         };
-        let older_retire = self.enter_ring(n);
+        // In the first `rob` instructions this is 0 (see `enter_ring`): no stall.
+        let free_at = self.enter_ring(n);
         self.instr += n;
-        let last = self.instr - 1;
-        if last >= self.rob {
-            let free_at = older_retire;
-            if free_at > cycle {
-                self.stats.rob_stall_cycles += free_at - cycle;
-                cycle = free_at;
-                used = 1;
-            }
+        if free_at > cycle {
+            self.stats.rob_stall_cycles += free_at - cycle;
+            cycle = free_at;
+            used = 1;
         }
         self.dispatch_cycle = cycle;
         self.dispatch_slots_used = used;

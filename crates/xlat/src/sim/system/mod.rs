@@ -387,19 +387,21 @@ impl<S: Scheme> System<S> {
         };
         let mut j = i;
         let mut writes = false;
+        // The core's instruction count at which the next event is due: the system's count
+        // is brought up to date once, after the run.
+        let start = unit.core.instructions();
+        let event_at = start + self.next_event.saturating_sub(self.instructions);
         loop {
             let r = &buf[j];
             let store = r.op == Op::Store;
             writes |= store;
-            let before = unit.core.instructions();
             let issue =
                 unit.core
                     .dispatch_record(r.instr_delta, r.dep, r.core, store, r.joins_previous());
             unit.core
                 .complete_access(issue + t.latency, data_latency, store);
-            self.instructions += unit.core.instructions() - before;
             j += 1;
-            if j == buf.len() || self.instructions >= self.next_event || !same_line(&buf[j]) {
+            if j == buf.len() || unit.core.instructions() >= event_at || !same_line(&buf[j]) {
                 break;
             }
             let far_fresh = fresh_page(buf, j + 2 * PREFETCH_AHEAD);
@@ -409,6 +411,7 @@ impl<S: Scheme> System<S> {
             }
             *fresh_pages = shifted;
         }
+        self.instructions += unit.core.instructions() - start;
         // The first record's L1D hit is counted already.
         let stepped = (j - i) as u64;
         unit.mmu.count_repeat(rec.op, stepped);
