@@ -287,6 +287,7 @@ mod tests {
             ("cache.l2.size=1000000", "cache.l2.size"),
             ("cache.llc.latency=0", "cache.llc.latency"),
             ("core.width=0", "core.width"),
+            ("core.rob_size=4096", "core.rob_size"),
             ("schemes.radix.levels=3", "schemes.radix.levels"),
             ("scheme=nonsense", "scheme"),
             ("os.physmem.bytes=4096", "os.physmem.bytes"),

@@ -50,6 +50,12 @@ impl crate::config::Validate for CoreConfig {
         nonzero("core.rob_size".into(), self.rob_size as u64)?;
         nonzero("core.lq_size".into(), self.lq_size as u64)?;
         nonzero("core.sq_size".into(), self.sq_size as u64)?;
+        if self.rob_size as usize >= RING_SLOTS {
+            return Err(crate::error::Error::config(
+                "core.rob_size",
+                format!("must be less than {RING_SLOTS}, got {}", self.rob_size),
+            ));
+        }
         if !(self.frequency_ghz > 0.0 && self.frequency_ghz < 100.0) {
             return Err(crate::error::Error::config(
                 "core.frequency_ghz",
@@ -63,6 +69,49 @@ impl crate::config::Validate for CoreConfig {
 /// Completion times of this many recent memory records are kept for `dep` lookups; a record
 /// further back has long retired.
 const DEP_WINDOW: usize = 4096;
+
+/// Capacity of the ROB's retire ring: it uses the first power of two of slots above the ROB's
+/// size (which must be smaller). A fixed capacity, so that an index masked to it needs no
+/// bounds check; the slots beyond those used are never touched.
+const RING_SLOTS: usize = 4096;
+
+/// Retire cycles by instruction number: slot `k & mask`, for a `mask` of one less than a
+/// power of two up to [`RING_SLOTS`].
+struct Ring {
+    slots: Box<[u64; RING_SLOTS]>,
+    mask: u64,
+}
+
+impl Ring {
+    /// A ring longer than `size` entries, every slot 0 (no bound).
+    fn longer_than(size: u64) -> Ring {
+        Ring {
+            slots: Box::new([0; RING_SLOTS]),
+            mask: (size + 1).next_power_of_two() - 1,
+        }
+    }
+
+    #[inline(always)]
+    fn slot(&self, k: u64) -> usize {
+        (k & self.mask) as usize % RING_SLOTS
+    }
+
+    #[inline(always)]
+    fn get(&self, k: u64) -> u64 {
+        self.slots[self.slot(k)]
+    }
+
+    #[inline(always)]
+    fn set(&mut self, k: u64, cycle: u64) {
+        let slot = self.slot(k);
+        self.slots[slot] = cycle;
+    }
+
+    /// Every slot in use.
+    fn fill(&mut self, cycle: u64) {
+        self.slots[..=self.mask as usize].fill(cycle);
+    }
+}
 
 /// The recent memory records of one record stream (one software thread or program: the
 /// records with one `Record::core` value), whose positions `dep` counts in.
@@ -130,13 +179,13 @@ pub struct Core {
     /// The instruction dispatched last is a memory instruction (a further operand may join
     /// it); false at the start and after non-memory instructions.
     last_was_memory: bool,
-    /// The retire bound of each of the last `retire_ring.len()` instructions, a ring: for
-    /// instruction `k`, in slot `k % retire_ring.len()`, the retire cycle of the newest memory
-    /// instruction at or before it (a non-memory instruction retires right behind it). The
-    /// instruction dispatching reads the slot of the one `rob` older, so one slot per
-    /// instruction is O(1) per instruction, with no search. More slots than the ROB has
-    /// entries, a power of two: a slot is the instruction's number masked, with no wrap test.
-    retire_ring: Vec<u64>,
+    /// The retire bound of each of the last instructions, a ring: for instruction `k`, the
+    /// retire cycle of the newest memory instruction at or before it (a non-memory
+    /// instruction retires right behind it). The instruction dispatching reads the slot of
+    /// the one `rob` older, so one slot per instruction is O(1) per instruction, with no
+    /// search. More slots than the ROB has entries: a slot is the instruction's number
+    /// masked, with no wrap test.
+    retire_ring: Ring,
     /// The retire bound of the newest memory instruction (0 before the first): what a
     /// non-memory instruction's slot gets.
     memory_retire: u64,
@@ -196,7 +245,7 @@ impl Core {
             dispatch_slots_used: 0,
             last_retire: 0,
             last_was_memory: false,
-            retire_ring: vec![0; (rob as usize + 1).next_power_of_two()],
+            retire_ring: Ring::longer_than(rob),
             memory_retire: 0,
             deps: DepHistory::new(),
             stream: 0,
@@ -259,23 +308,22 @@ impl Core {
     /// dispatch before.
     #[inline(always)]
     fn enter_ring(&mut self, n: u64) -> u64 {
-        let mask = self.retire_ring.len() as u64 - 1;
         let bound = self.memory_retire;
         let first = self.instr;
+        let ring = &mut self.retire_ring;
         // A memory instruction's own slot is set when it completes.
         if n == 1 {
-            self.retire_ring[(first & mask) as usize] = bound;
-        } else if n > mask {
-            self.retire_ring.fill(bound);
+            ring.set(first, bound);
+        } else if n > ring.mask {
+            ring.fill(bound);
         } else {
             for k in first..first + n {
-                self.retire_ring[(k & mask) as usize] = bound;
+                ring.set(k, bound);
             }
         }
         // Before `rob` instructions have dispatched, this is a slot none has written yet
         // (the ring is longer than the ROB): 0, no bound.
-        let older = (first + n - 1).wrapping_sub(self.rob);
-        self.retire_ring[(older & mask) as usize]
+        ring.get((first + n - 1).wrapping_sub(self.rob))
     }
 
     /// Dispatch `n` instructions in order; returns the dispatch cycle of the last.
@@ -376,8 +424,9 @@ impl Core {
     }
 
     /// The memory instruction that would dispatch at `d` finds its queue full until `free`:
-    /// it dispatches then, and (in-order dispatch) the instructions behind it wait too.
-    #[cold]
+    /// it dispatches then, and (in-order dispatch) the instructions behind it wait too. Not
+    /// rare: a stream of loads that hit keeps the load queue full.
+    #[inline(always)]
     fn queue_full(&mut self, free: u64, d: u64, is_store: bool) -> u64 {
         let stalls = if is_store {
             &mut self.stats.sq_stall_cycles
@@ -449,8 +498,7 @@ impl Core {
         }
         self.last_retire = self.last_retire.max(complete);
         // This instruction's slot in the retire ring: that of the one dispatched last.
-        let mask = self.retire_ring.len() as u64 - 1;
-        self.retire_ring[((self.instr - 1) & mask) as usize] = self.last_retire;
+        self.retire_ring.set(self.instr - 1, self.last_retire);
         self.memory_retire = self.last_retire;
         if is_store {
             self.sq.retire_last(self.last_retire);
