@@ -385,13 +385,26 @@ impl<S: Scheme> System<S> {
                 && r.pid == rec.pid
                 && (r.op == Op::Ifetch) == (rec.op == Op::Ifetch)
         };
-        let mut j = i;
-        let mut writes = false;
-        // The core's instruction count at which the next event is due: the system's count
-        // is brought up to date once, after the run.
+        // First how far the run goes: the records on the line, up to one whose walk the run
+        // loop would prefetch (`fresh_pages` as it would be after each record accepted).
+        let mut end = i + 1;
+        let mut fresh = *fresh_pages;
+        while end < buf.len() && same_line(&buf[end]) {
+            let far_fresh = fresh_page(buf, end + 2 * PREFETCH_AHEAD);
+            let shifted = fresh << 1 | far_fresh as u32;
+            if far_fresh || shifted >> PREFETCH_AHEAD & 1 == 1 {
+                break;
+            }
+            fresh = shifted;
+            end += 1;
+        }
+        // Then step them through the core, up to the next event. The system's instruction
+        // count is brought up to date once, after the run.
         let start = unit.core.instructions();
         let event_at = start + self.next_event.saturating_sub(self.instructions);
-        loop {
+        let mut writes = false;
+        let mut j = i;
+        while j < end {
             let r = &buf[j];
             let store = r.op == Op::Store;
             writes |= store;
@@ -401,16 +414,12 @@ impl<S: Scheme> System<S> {
             unit.core
                 .complete_access(issue + t.latency, data_latency, store);
             j += 1;
-            if j == buf.len() || unit.core.instructions() >= event_at || !same_line(&buf[j]) {
+            if unit.core.instructions() >= event_at {
                 break;
             }
-            let far_fresh = fresh_page(buf, j + 2 * PREFETCH_AHEAD);
-            let shifted = *fresh_pages << 1 | far_fresh as u32;
-            if far_fresh || shifted >> PREFETCH_AHEAD & 1 == 1 {
-                break;
-            }
-            *fresh_pages = shifted;
         }
+        // The records accepted but not stepped (the event came first) take their bits back.
+        *fresh_pages = fresh >> (end - j);
         self.instructions += unit.core.instructions() - start;
         // The first record's L1D hit is counted already.
         let stepped = (j - i) as u64;
