@@ -123,24 +123,21 @@ impl Mshrs {
         // are among those begun by `t` (a prefix of `froms`), and the registers held at `t`
         // number the difference. It drops only at releases: the wait ends at `at` or at the
         // first release after which fewer than `registers` are held (what the search one
-        // release at a time below finds, without its scans). Both counts are found by
-        // scanning from the side where few intervals lie: few of those still held at the
-        // floor are released by `at` (it is a few cycles later), and few begin after it.
-        let mut released = ended;
-        while released < n && held[released].1 <= at {
-            released += 1;
-        }
+        // release at a time below finds, without its scans). Both counts are found from the
+        // side where few intervals mostly lie: few of those still held at the floor are
+        // released by `at` (a data access is issued a few cycles after dispatch), and few
+        // begin after it. A few steps from there, then a bisection (a walk's accesses are
+        // issued long after dispatch).
+        let released = ended + count_while(&held[ended..], |&(_, until)| until <= at);
         if n - released < self.registers {
             // Fewer unreleased than registers, begun by `at` or not.
             return 0;
         }
-        let mut begun = n;
-        while begun > 0 && froms[begun - 1] > at {
-            begun -= 1;
-        }
+        let begun = n - count_while_back(froms, |&from| from > at);
         if begun - released < self.registers {
             return 0;
         }
+        let (mut released, mut begun) = (released, begun);
         loop {
             let t = held[released].1;
             while released < n && held[released].1 <= t {
@@ -224,6 +221,31 @@ impl Mshrs {
             at -= 1;
         }
         self.held.insert(at, (from, until));
+    }
+}
+
+/// Steps taken one at a time before [`count_while`] bisects.
+const NEAR: usize = 4;
+
+/// How many items at the front of `items` satisfy `pred`, which holds for a prefix of them:
+/// the first few are tried in turn, the rest bisected.
+#[inline(always)]
+fn count_while<T>(items: &[T], pred: impl Fn(&T) -> bool) -> usize {
+    let near = items.len().min(NEAR);
+    match items[..near].iter().position(|x| !pred(x)) {
+        Some(k) => k,
+        None => near + items[near..].partition_point(pred),
+    }
+}
+
+/// How many items at the back of `items` satisfy `pred`, which holds for a suffix of them.
+#[inline(always)]
+fn count_while_back<T>(items: &[T], pred: impl Fn(&T) -> bool) -> usize {
+    let near = items.len().min(NEAR);
+    let far = items.len() - near;
+    match items[far..].iter().rev().position(|x| !pred(x)) {
+        Some(k) => k,
+        None => near + (far - items[..far].partition_point(|x| !pred(x))),
     }
 }
 
@@ -533,6 +555,18 @@ mod tests {
     }
 
     #[test]
+    fn counts_from_either_end_agree_with_a_filter() {
+        for len in 0..20u64 {
+            let items: Vec<u64> = (0..len).map(|i| i * 3).collect();
+            for t in 0..3 * len + 2 {
+                let below = items.iter().filter(|&&x| x <= t).count();
+                assert_eq!(count_while(&items, |&x| x <= t), below, "{len} {t}");
+                assert_eq!(count_while_back(&items, |&x| x > t), items.len() - below);
+            }
+        }
+    }
+
+    #[test]
     fn mshr_wait_agrees_with_release_by_release() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = move |bound: u64| {
@@ -547,8 +581,10 @@ mod tests {
             for _ in 0..20_000 {
                 clock += next(3);
                 m.floor = clock;
-                // Mostly in order, sometimes issued out of order (earlier or later).
-                let at = clock + next(40) - if next(4) == 0 { next(clock + 1) } else { 0 };
+                // Mostly in order, sometimes issued out of order (earlier, or much later as
+                // a walk's accesses are).
+                let late = if next(8) == 0 { next(1000) } else { 0 };
+                let at = clock + next(40) + late - if next(4) == 0 { next(clock + 1) } else { 0 };
                 let wait = m.wait(at);
                 assert_eq!(
                     wait,
