@@ -72,7 +72,7 @@ const DEP_WINDOW: usize = 4096;
 
 /// Capacity of the ROB's retire ring: it uses the first power of two of slots above the ROB's
 /// size (which must be smaller). A fixed capacity, so that an index masked to it needs no
-/// bounds check; the slots beyond those used are never touched.
+/// bounds check; the slots beyond those in use stay cold.
 const RING_SLOTS: usize = 4096;
 
 /// Retire cycles by instruction number: slot `k & mask`, for a `mask` of one less than a
