@@ -128,16 +128,15 @@ impl Mshrs {
         // released by `at` (a data access is issued a few cycles after dispatch), and few
         // begin after it. A few steps from there, then a bisection (a walk's accesses are
         // issued long after dispatch).
-        let released = ended + count_while(&held[ended..], |&(_, until)| until <= at);
+        let mut released = ended + count_while(&held[ended..], |&(_, until)| until <= at);
         if n - released < self.registers {
             // Fewer unreleased than registers, begun by `at` or not.
             return 0;
         }
-        let begun = n - count_while_back(froms, |&from| from > at);
+        let mut begun = n - count_while_back(froms, |&from| from > at);
         if begun - released < self.registers {
             return 0;
         }
-        let (mut released, mut begun) = (released, begun);
         loop {
             let t = held[released].1;
             while released < n && held[released].1 <= t {
