@@ -323,6 +323,11 @@ impl<V: Copy + Default> SetAssoc<V> {
         self.find(set, tag).map(|s| &self.values[s])
     }
 
+    /// [`SetAssoc::peek`] for a change that is not a use (a write-back marking a line dirty).
+    pub fn peek_mut(&mut self, set: usize, tag: u64) -> Option<&mut V> {
+        self.find(set, tag).map(|s| &mut self.values[s])
+    }
+
     /// The slot to fill in `set`. Empty slots carry the age that makes them the first choice
     /// (LRU stamp 0, SRRIP "distant"), so one pass over the set suffices.
     #[inline(always)]

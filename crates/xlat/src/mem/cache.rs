@@ -107,6 +107,16 @@ pub struct CacheStats {
     pub writebacks: u64,
 }
 
+/// What [`Cache::access`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    Hit,
+    /// Missed; the line is now filled, and the victim (if any) was clean.
+    Miss,
+    /// Missed, and the fill evicted this dirty line: it must be written back below.
+    MissEvictedDirty(u64),
+}
+
 pub struct Cache {
     array: SetAssoc<Block>,
     latency: u64,
@@ -139,27 +149,43 @@ impl Cache {
         self.latency
     }
 
-    /// Access the line `line` (address >> 6), searching its set. Returns whether it hit; a
-    /// miss allocates the line (the caller fetches it from below) and may write back a dirty
-    /// victim. [`Cache::access_recent`] answers the lines it knows without the search.
+    /// Access the line `line` (address >> 6), searching its set. A miss allocates the line
+    /// (the caller fetches it from below) and may evict a dirty victim, which the caller writes
+    /// back. [`Cache::access_recent`] answers the lines it knows without the search.
     #[inline]
-    pub fn access(&mut self, line: u64, kind: MemKind, write: bool) -> bool {
+    pub fn access(&mut self, line: u64, kind: MemKind, write: bool) -> Lookup {
         let set = self.array.set_of(line);
         let vacancy = match self.array.probe(set, line) {
             Ok(b) => {
                 Self::hits(&mut self.stats, b, kind, write, 1);
                 self.remember(line);
-                return true;
+                return Lookup::Hit;
             }
             Err(vacancy) => vacancy,
         };
         self.stats.by_kind[kind.index()].misses += 1;
-        if let Some((_, victim)) = self.array.fill(vacancy, line, Block { kind, dirty: write }) {
-            if victim.dirty {
+        match self.array.fill(vacancy, line, Block { kind, dirty: write }) {
+            Some((victim_line, victim)) if victim.dirty => {
                 self.stats.writebacks += 1;
+                Lookup::MissEvictedDirty(victim_line)
             }
+            _ => Lookup::Miss,
         }
-        false
+    }
+
+    /// A dirty line written back from the level above: if this cache holds `line`, it is now
+    /// dirty here and the write-back ends (returns true); otherwise it goes further down. A
+    /// write-back allocates nothing and is not a use of the line (no hit, no replacement
+    /// update).
+    pub fn absorb_writeback(&mut self, line: u64) -> bool {
+        let set = self.array.set_of(line);
+        match self.array.peek_mut(set, line) {
+            Some(b) => {
+                b.dirty = true;
+                true
+            }
+            None => false,
+        }
     }
 
     /// [`Cache::access`] if `line` is one a recent access found: such a hit needs no search.

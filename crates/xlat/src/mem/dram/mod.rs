@@ -1,0 +1,810 @@
+//! DRAM: channels × ranks × bank groups × banks, shared by data and translation traffic,
+//! timed as the datasheet times it.
+//!
+//! Every request reserves, at the cycle it is issued, what a real controller would use for it
+//! ([`calendar`]): its bank (row state; tRAS, tRP, tRCD, tRTP, tWR), its rank's activation
+//! window (tRRD_S/L, tFAW) and refresh (tREFI, tRFC), its bank group's column slots (tCCD_L),
+//! and its channel's command bus (one command per clock) and data bus (one burst at a time,
+//! with read/write turnarounds: tWTR_S/L, `rtw_turnaround`). A row hit therefore costs its bank
+//! only a column slot, and consecutive hits stream at the bus's rate.
+//!
+//! Dirty lines the LLC evicts are writes ([`Dram::write`]): they wait in their channel's write
+//! queue until it reaches its high watermark, and are then drained down to the low watermark
+//! in one batch, grouped by bank and row (row hits first), through the same resources as reads.
+//!
+//! Requests are scheduled when the engine calls, but at their own issue cycle: a request
+//! issued earlier than one already scheduled takes the earliest slots the scheduled ones left
+//! free, and may hit a row in the time before a later request closes it (first-ready: hits go
+//! first where that delays no one). What a scheduled request was promised never changes; a
+//! row conflict issued before, but called after, requests already scheduled on its bank waits
+//! for them (`docs/dram.md`, "Order of calls").
+//!
+//! Every read is tagged with a [`Requester`] so that the stats separate data from translation
+//! metadata and count *interference*: row conflicts where one kind closes a row the other kind
+//! opened (Utopia Figs 4 and 14). `docs/dram.md` gives each timing, what it constrains, and the
+//! closed forms the tests check.
+
+mod calendar;
+mod config;
+#[cfg(test)]
+mod tests;
+
+pub use config::{DramConfig, DramTiming, DEFAULT_MAPPING};
+
+use crate::addr::{PhysAddr, LINE_SHIFT};
+use calendar::Calendar;
+use config::{parse_mapping, Field};
+use serde::Serialize;
+
+/// Who issued a DRAM request. Every page-table or other translation-metadata read is
+/// `Translation`; everything else is `Data`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requester {
+    Data,
+    Translation,
+}
+
+impl Requester {
+    /// The other kind.
+    pub fn other(self) -> Requester {
+        match self {
+            Requester::Data => Requester::Translation,
+            Requester::Translation => Requester::Data,
+        }
+    }
+}
+
+/// Where an address lands in DRAM. `column` counts 64-byte lines within the row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct DramCoord {
+    pub channel: u64,
+    pub rank: u64,
+    pub bank: u64,
+    pub row: u64,
+    pub column: u64,
+}
+
+/// Counters of one requester kind.
+#[derive(Serialize, Default, Clone, Debug, PartialEq, Eq)]
+pub struct RequesterStats {
+    /// Requests (each is one 64-byte line).
+    pub reads: u64,
+    /// Requests that found their row open.
+    pub row_hits: u64,
+    /// Requests that found their bank with no open row.
+    pub row_empty: u64,
+    /// Requests that had to close another row first.
+    pub row_conflicts: u64,
+    /// Row conflicts of this kind that closed a row opened by the other kind.
+    pub interference: u64,
+    /// Sum of the returned latencies, core cycles.
+    pub total_latency: u64,
+    /// Sum of the cycles beyond each request's unloaded latency for its row outcome (waits
+    /// for banks, buses, activation windows, refresh and write drains), core cycles.
+    pub queue_cycles: u64,
+}
+
+impl RequesterStats {
+    /// Row misses as Utopia Fig 14 counts them: conflicts plus empty rows.
+    pub fn row_misses(&self) -> u64 {
+        self.row_empty + self.row_conflicts
+    }
+    /// Fraction of requests that hit the open row (0 with no requests).
+    pub fn row_hit_rate(&self) -> f64 {
+        ratio(self.row_hits, self.reads)
+    }
+    /// Mean latency in core cycles (0 with no requests).
+    pub fn avg_latency(&self) -> f64 {
+        ratio(self.total_latency, self.reads)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// DRAM stats, serialised as `data.*`, `translation.*` and `interference` (the total of both
+/// directions).
+#[derive(Serialize, Default, Clone, Debug, PartialEq, Eq)]
+pub struct DramStats {
+    pub data: RequesterStats,
+    pub translation: RequesterStats,
+    /// Row conflicts where the closed row was opened by the other requester kind.
+    pub interference: u64,
+    /// Dirty lines written back, drained from the write queues.
+    pub writes: WriteStats,
+    /// Core cycles the data buses carried bursts, over all channels (reads and writes).
+    pub data_bus_cycles: u64,
+}
+
+impl DramStats {
+    pub fn of(&self, r: Requester) -> &RequesterStats {
+        match r {
+            Requester::Data => &self.data,
+            Requester::Translation => &self.translation,
+        }
+    }
+    pub fn reads(&self) -> u64 {
+        self.data.reads + self.translation.reads
+    }
+    pub fn row_hits(&self) -> u64 {
+        self.data.row_hits + self.translation.row_hits
+    }
+    pub fn row_empty(&self) -> u64 {
+        self.data.row_empty + self.translation.row_empty
+    }
+    pub fn row_conflicts(&self) -> u64 {
+        self.data.row_conflicts + self.translation.row_conflicts
+    }
+    /// Conflicts plus empty rows, both kinds.
+    pub fn row_misses(&self) -> u64 {
+        self.data.row_misses() + self.translation.row_misses()
+    }
+    /// Fraction of all requests that hit the open row (0 with no requests).
+    pub fn row_hit_rate(&self) -> f64 {
+        ratio(self.row_hits(), self.reads())
+    }
+}
+
+/// Shift and mask extracting one field from a physical address.
+#[derive(Clone, Copy, Debug, Default)]
+struct FieldDecode {
+    shift: u32,
+    mask: u64,
+}
+
+impl FieldDecode {
+    #[inline]
+    fn get(self, addr: u64) -> u64 {
+        (addr >> self.shift) & self.mask
+    }
+    #[inline]
+    fn put(self, value: u64) -> u64 {
+        (value & self.mask) << self.shift
+    }
+}
+
+/// Counters of the DRAM writes (dirty lines evicted from the LLC).
+#[derive(Serialize, Default, Clone, Debug, PartialEq, Eq)]
+pub struct WriteStats {
+    /// Lines written.
+    pub writes: u64,
+    pub row_hits: u64,
+    pub row_empty: u64,
+    pub row_conflicts: u64,
+    /// Batches the write queues were drained in.
+    pub drains: u64,
+}
+
+/// No row open in a bank. Row numbers are address bits shifted right by at least 6, so they
+/// never reach this value.
+const NO_ROW: u64 = u64::MAX;
+
+/// One bank's row state: the open row and, for requests issued before it was opened, the row
+/// it replaced.
+#[derive(Clone, Copy, Debug)]
+struct Bank {
+    open_row: u64,
+    /// Who activated the open row.
+    opener: Requester,
+    /// Cycle of the open row's activate.
+    act: u64,
+    /// Latest read command to the open row (a precharge waits tRTP after it).
+    last_read: u64,
+    /// Latest end of write data to the open row (a precharge waits tWR after it).
+    last_write_end: u64,
+    /// The row open before, from its activate `prev_act` to its precharge `prev_close`.
+    prev_row: u64,
+    prev_act: u64,
+    prev_close: u64,
+}
+
+impl Bank {
+    const CLOSED: Bank = Bank {
+        open_row: NO_ROW,
+        opener: Requester::Data,
+        act: 0,
+        last_read: 0,
+        last_write_end: 0,
+        prev_row: NO_ROW,
+        prev_act: 0,
+        prev_close: 0,
+    };
+}
+
+/// How a request found its row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RowOutcome {
+    Hit,
+    Empty,
+    Conflict,
+}
+
+/// A write waiting in its channel's queue.
+#[derive(Clone, Copy, Debug)]
+struct QueuedWrite {
+    coord: DramCoord,
+    bank: usize,
+    at: u64,
+}
+
+/// One channel: its buses and write queue.
+#[derive(Clone, Debug, Default)]
+struct Channel {
+    /// Bursts, tagged by [`burst_tag`].
+    data_bus: Calendar,
+    /// Commands (precharge, activate, read, write), one clock each.
+    command_bus: Calendar,
+    writes: Vec<QueuedWrite>,
+}
+
+/// One rank: its activates in order of time (with their bank group), for tRRD and tFAW.
+#[derive(Clone, Debug, Default)]
+struct Rank {
+    acts: Vec<(u64, u64)>,
+    /// Its refresh windows begin at `refresh_offset + k * tREFI` (ranks are staggered).
+    refresh_offset: u64,
+}
+
+/// The data bus tag of a burst: its direction, rank and bank group, which the turnaround
+/// between two bursts depends on.
+#[inline]
+fn burst_tag(write: bool, rank: usize, group: u64) -> u32 {
+    (write as u32) | ((rank as u32) << 1) | ((group as u32) << 24)
+}
+
+/// The DRAM of a system: decoding, per-bank row state, the timing resources and stats.
+#[derive(Clone, Debug)]
+pub struct Dram {
+    timing: DramTiming,
+    ranks: u64,
+    banks_per_rank: u64,
+    /// `bank_groups - 1`: a bank's group is its low bits.
+    group_mask: u64,
+    bank_groups: u64,
+    /// Indexed by `Field::index()`.
+    fields: [FieldDecode; 5],
+    /// `banks_per_rank - 1` with `bank_xor` (the row bits folded into the bank), else 0.
+    bank_xor_mask: u64,
+    /// `log2(banks_per_rank)`: the width of one folded group of row bits.
+    bank_bits: u32,
+    /// Flat `channel × rank × bank` array.
+    banks: Vec<Bank>,
+    /// Flat `channel × rank`.
+    rank_state: Vec<Rank>,
+    /// Column commands of each bank group (`channel × rank × group`), `tCCD_L` apart.
+    groups: Vec<Calendar>,
+    channels: Vec<Channel>,
+    write_high: usize,
+    write_low: usize,
+    /// No request is issued before this cycle (every core's clock has passed it).
+    floor: u64,
+    stats: DramStats,
+}
+
+impl Dram {
+    /// Build the DRAM of a validated config for a core clocked at `core_ghz` GHz.
+    ///
+    /// Panics if `cfg` does not pass [`DramConfig::validate`] or `core_ghz` is not positive;
+    /// both are checked by the config layer before the system is built.
+    pub fn new(cfg: &DramConfig, core_ghz: f64) -> Dram {
+        assert!(
+            core_ghz.is_finite() && core_ghz > 0.0,
+            "core frequency must be positive, got {core_ghz}"
+        );
+        let order = parse_mapping(&cfg.mapping)
+            .expect("DramConfig::validate must accept the config before Dram::new");
+        let mut fields = [FieldDecode::default(); 5];
+        let mut shift = LINE_SHIFT;
+        for &f in order.iter().rev() {
+            let decode = match cfg.field_bits(f) {
+                Some(bits) => {
+                    assert!(shift + bits <= 64, "DRAM geometry exceeds 64 address bits");
+                    let d = FieldDecode {
+                        shift: shift.min(63),
+                        mask: if bits == 0 {
+                            0
+                        } else {
+                            u64::MAX >> (64 - bits)
+                        },
+                    };
+                    shift += bits;
+                    d
+                }
+                None => {
+                    // Unbounded row field: validation guarantees it is the most significant.
+                    assert!(shift < 64, "DRAM geometry exceeds 64 address bits");
+                    FieldDecode {
+                        shift,
+                        mask: u64::MAX >> shift,
+                    }
+                }
+            };
+            fields[f.index()] = decode;
+        }
+        let timing = DramTiming::new(cfg, core_ghz);
+        let channels = cfg.channels as usize;
+        let ranks = channels * cfg.ranks as usize;
+        let rank_state = (0..ranks)
+            .map(|r| Rank {
+                acts: Vec::new(),
+                // Ranks of a channel refresh in turn, spread over the interval.
+                refresh_offset: (r as u64 % u64::from(cfg.ranks)) * timing.trefi
+                    / u64::from(cfg.ranks),
+            })
+            .collect();
+        Dram {
+            timing,
+            ranks: cfg.ranks.into(),
+            banks_per_rank: cfg.banks.into(),
+            group_mask: u64::from(cfg.bank_groups) - 1,
+            bank_groups: cfg.bank_groups.into(),
+            fields,
+            bank_bits: cfg.banks.trailing_zeros(),
+            bank_xor_mask: if cfg.bank_xor {
+                u64::from(cfg.banks) - 1
+            } else {
+                0
+            },
+            banks: vec![Bank::CLOSED; ranks * cfg.banks as usize],
+            rank_state,
+            groups: vec![Calendar::default(); ranks * cfg.bank_groups as usize],
+            channels: vec![Channel::default(); channels],
+            write_high: cfg.write_high as usize,
+            write_low: cfg.write_low as usize,
+            floor: 0,
+            stats: DramStats::default(),
+        }
+    }
+
+    /// The timings in core cycles.
+    pub fn timing(&self) -> &DramTiming {
+        &self.timing
+    }
+
+    /// Total number of banks (channels × ranks × banks per rank).
+    pub fn num_banks(&self) -> usize {
+        self.banks.len()
+    }
+
+    /// No request will be issued before `cycle` (every core's clock has passed it): bookings
+    /// that ended by then may be forgotten.
+    #[inline]
+    pub fn set_floor(&mut self, cycle: u64) {
+        self.floor = cycle;
+    }
+
+    /// Where `addr` lands.
+    #[inline]
+    pub fn decode(&self, addr: PhysAddr) -> DramCoord {
+        let a = addr.0;
+        let f = &self.fields;
+        let row = f[Field::Row.index()].get(a);
+        DramCoord {
+            channel: f[Field::Channel.index()].get(a),
+            rank: f[Field::Rank.index()].get(a),
+            bank: f[Field::Bank.index()].get(a) ^ self.row_fold(row),
+            row,
+            column: f[Field::Column.index()].get(a),
+        }
+    }
+
+    /// The line address of a coordinate (inverse of [`Dram::decode`] for in-range coordinates;
+    /// out-of-range field values are truncated to the field width).
+    pub fn encode(&self, c: DramCoord) -> PhysAddr {
+        let f = &self.fields;
+        PhysAddr(
+            f[Field::Channel.index()].put(c.channel)
+                | f[Field::Rank.index()].put(c.rank)
+                | f[Field::Bank.index()].put(c.bank ^ self.row_fold(c.row))
+                | f[Field::Row.index()].put(c.row)
+                | f[Field::Column.index()].put(c.column),
+        )
+    }
+
+    /// What `bank_xor` XORs into the bank bits: the row's bank-wide bit groups XORed
+    /// together (0 without `bank_xor`).
+    #[inline]
+    fn row_fold(&self, mut row: u64) -> u64 {
+        if self.bank_xor_mask == 0 {
+            return 0;
+        }
+        let mut fold = 0;
+        while row != 0 {
+            fold ^= row & self.bank_xor_mask;
+            row >>= self.bank_bits;
+        }
+        fold
+    }
+
+    #[inline]
+    fn rank_index(&self, c: &DramCoord) -> usize {
+        (c.channel * self.ranks + c.rank) as usize
+    }
+
+    #[inline]
+    fn bank_index(&self, c: &DramCoord) -> usize {
+        self.rank_index(c) * self.banks_per_rank as usize + c.bank as usize
+    }
+
+    /// Read the line at `addr` for a request issued at core cycle `now`; returns the latency in
+    /// core cycles until the data is back, and updates the bank state and stats.
+    #[inline]
+    pub fn access(&mut self, addr: PhysAddr, now: u64, requester: Requester) -> u64 {
+        let c = self.decode(addr);
+        let bank = self.bank_index(&c);
+        let (data_end, outcome, closed) = self.schedule(&c, bank, now, false, requester);
+        let t = self.timing;
+        let unloaded = match outcome {
+            RowOutcome::Hit => t.row_hit(),
+            RowOutcome::Empty => t.row_empty(),
+            RowOutcome::Conflict => t.row_conflict(),
+        };
+        let latency = data_end - now + t.controller;
+        let st = match requester {
+            Requester::Data => &mut self.stats.data,
+            Requester::Translation => &mut self.stats.translation,
+        };
+        st.reads += 1;
+        match outcome {
+            RowOutcome::Hit => st.row_hits += 1,
+            RowOutcome::Empty => st.row_empty += 1,
+            RowOutcome::Conflict => {
+                st.row_conflicts += 1;
+                if closed != Some(requester) {
+                    st.interference += 1;
+                    self.stats.interference += 1;
+                }
+            }
+        }
+        st.queue_cycles += latency.saturating_sub(unloaded);
+        st.total_latency += latency;
+        latency
+    }
+
+    /// A dirty line written back to `addr` at core cycle `now` (an LLC eviction). It waits in
+    /// its channel's write queue; reaching the high watermark drains the queue to the low one.
+    /// Writes are posted: nothing waits for them but the reads whose resources they take.
+    pub fn write(&mut self, addr: PhysAddr, now: u64) {
+        let coord = self.decode(addr);
+        let bank = self.bank_index(&coord);
+        let ch = coord.channel as usize;
+        self.channels[ch].writes.push(QueuedWrite {
+            coord,
+            bank,
+            at: now,
+        });
+        if self.channels[ch].writes.len() >= self.write_high {
+            self.drain(ch, now);
+        }
+    }
+
+    /// Drain channel `ch`'s write queue down to the low watermark from cycle `now`: the oldest
+    /// writes, grouped by bank and row so that writes to one row follow each other.
+    #[cold]
+    fn drain(&mut self, ch: usize, now: u64) {
+        let mut writes = std::mem::take(&mut self.channels[ch].writes);
+        let n = writes.len() - self.write_low;
+        writes[..n].sort_by_key(|w| (w.bank, w.coord.row, w.at));
+        for w in &writes[..n] {
+            let (_, outcome, _) =
+                self.schedule(&w.coord, w.bank, now.max(w.at), true, Requester::Data);
+            let s = &mut self.stats.writes;
+            s.writes += 1;
+            match outcome {
+                RowOutcome::Hit => s.row_hits += 1,
+                RowOutcome::Empty => s.row_empty += 1,
+                RowOutcome::Conflict => s.row_conflicts += 1,
+            }
+        }
+        self.stats.writes.drains += 1;
+        writes.drain(..n);
+        self.channels[ch].writes = writes;
+    }
+
+    /// `x` moved past the refresh window of rank `rank` it falls in, if any.
+    #[inline]
+    fn after_refresh(&self, rank: usize, x: u64) -> u64 {
+        let t = &self.timing;
+        if t.trefi == 0 {
+            return x;
+        }
+        let into = (x + t.trefi - self.rank_state[rank].refresh_offset) % t.trefi;
+        if into < t.trfc {
+            x + (t.trfc - into)
+        } else {
+            x
+        }
+    }
+
+    /// Which refresh interval of rank `rank` cycle `x` is in: a row opened in one is closed
+    /// by the refresh that begins the next.
+    #[inline]
+    fn refresh_epoch(&self, rank: usize, x: u64) -> u64 {
+        let t = &self.timing;
+        if t.trefi == 0 {
+            return 0;
+        }
+        (x + t.trefi - self.rank_state[rank].refresh_offset) / t.trefi
+    }
+
+    /// The earliest activate at or after `at` in rank `rank` for bank group `group` that keeps
+    /// tRRD_S/L to every other activate of the rank and at most four in any tFAW.
+    fn earliest_act(&self, rank: usize, group: u64, at: u64) -> u64 {
+        let t = &self.timing;
+        let acts = &self.rank_state[rank].acts;
+        let mut a = at;
+        loop {
+            let before = a;
+            // tRRD: every activate within tRRD_L of `a`.
+            let from = acts.partition_point(|&(x, _)| x + t.trrd_l <= a);
+            for &(x, g) in &acts[from..] {
+                if x >= a + t.trrd_l {
+                    break;
+                }
+                let rrd = if g == group { t.trrd_l } else { t.trrd_s };
+                if x + rrd > a && a + rrd > x {
+                    a = x + rrd;
+                }
+            }
+            // tFAW: with `a` at position p, each five consecutive activates span tFAW.
+            let p = acts.partition_point(|&(x, _)| x <= a);
+            if p >= 4 && a < acts[p - 4].0 + t.tfaw {
+                a = acts[p - 4].0 + t.tfaw;
+            }
+            for k in 1..=4usize {
+                // Five consecutive: 4 - k before `a`, `a`, k after.
+                if p + k > acts.len() || p + k < 5 {
+                    continue;
+                }
+                let first = if k < 4 { acts[p + k - 4].0 } else { a };
+                if acts[p + k - 1].0 < first + t.tfaw {
+                    a = a.max(acts[p + k - 1].0 + 1);
+                }
+            }
+            if a == before {
+                return a;
+            }
+        }
+    }
+
+    /// Schedule one column access (a read, or a write of a drain) to `c` in bank `bank`,
+    /// issued at `at`: returns the cycle its data burst ends, how it found its row, and, for
+    /// a conflict, who had opened the row it closed.
+    fn schedule(
+        &mut self,
+        c: &DramCoord,
+        bank: usize,
+        at: u64,
+        write: bool,
+        requester: Requester,
+    ) -> (u64, RowOutcome, Option<Requester>) {
+        let t = self.timing;
+        let rank = self.rank_index(c);
+        let group = c.bank & self.group_mask;
+        let group_i = rank * self.bank_groups as usize + group as usize;
+        let ch = c.channel as usize;
+        let b = self.banks[bank];
+        let data_delay = if write { t.tcwl } else { t.tcl };
+        let tag = burst_tag(write, rank, group);
+
+        // A hit: the open row, still open (no refresh since its activate), or the row before
+        // it, if the access fits before its precharge.
+        let mut hit = None;
+        if b.open_row == c.row {
+            let cas = self.earliest_cas(ch, group_i, rank, at.max(b.act + t.trcd), data_delay, tag);
+            if self.refresh_epoch(rank, cas) == self.refresh_epoch(rank, b.act) {
+                hit = Some(cas);
+            }
+        } else if b.prev_row == c.row && at < b.prev_close {
+            let cas = self.earliest_cas(
+                ch,
+                group_i,
+                rank,
+                at.max(b.prev_act + t.trcd),
+                data_delay,
+                tag,
+            );
+            let done = if write {
+                cas + t.tcwl + t.burst + t.twr
+            } else {
+                cas + t.trtp
+            };
+            if done <= b.prev_close
+                && self.refresh_epoch(rank, cas) == self.refresh_epoch(rank, b.prev_act)
+            {
+                // Served in the old row's time: the bank's state is not the one it changes.
+                self.book_cas(ch, group_i, cas, data_delay, tag);
+                return (cas + data_delay + t.burst, RowOutcome::Hit, None);
+            }
+        }
+        if let Some(cas) = hit {
+            self.book_cas(ch, group_i, cas, data_delay, tag);
+            let b = &mut self.banks[bank];
+            if write {
+                b.last_write_end = b.last_write_end.max(cas + t.tcwl + t.burst);
+            } else {
+                b.last_read = b.last_read.max(cas);
+            }
+            return (cas + data_delay + t.burst, RowOutcome::Hit, None);
+        }
+
+        // A miss: after the bank's current row was opened (a conflict called after requests
+        // already scheduled on its bank waits for them), precharge that row unless a refresh
+        // closed it, then activate.
+        let at = if b.open_row == NO_ROW {
+            at
+        } else {
+            at.max(b.act)
+        };
+        let open =
+            b.open_row != NO_ROW && self.refresh_epoch(rank, at) == self.refresh_epoch(rank, b.act);
+        let (outcome, closed, mut act_from, pre) = if open {
+            let ready = at
+                .max(b.act + t.tras)
+                .max(b.last_read + t.trtp)
+                .max(b.last_write_end + t.twr);
+            let pre = self.command_slot(ch, rank, ready);
+            (RowOutcome::Conflict, Some(b.opener), pre + t.trp, Some(pre))
+        } else {
+            (RowOutcome::Empty, None, at, None)
+        };
+        let (act, cas) = loop {
+            let mut act = act_from;
+            loop {
+                let before = act;
+                act = self.earliest_act(rank, group, act);
+                act = self.command_slot(ch, rank, act);
+                if act == before {
+                    break;
+                }
+            }
+            let cas = self.earliest_cas(ch, group_i, rank, act + t.trcd, data_delay, tag);
+            if self.refresh_epoch(rank, cas) == self.refresh_epoch(rank, act) {
+                break (act, cas);
+            }
+            // A refresh would close the row between its activate and the access: after it.
+            act_from = self.after_refresh(rank, cas);
+        };
+        if let Some(pre) = pre {
+            self.channels[ch]
+                .command_bus
+                .book(pre, t.tck, 0, self.floor);
+        }
+        self.channels[ch]
+            .command_bus
+            .book(act, t.tck, 0, self.floor);
+        let acts = &mut self.rank_state[rank].acts;
+        let p = acts.partition_point(|&(x, _)| x <= act);
+        acts.insert(p, (act, group));
+        if acts.len() >= 256 {
+            // Activates a tFAW before the floor can constrain no one (bounded as calendars).
+            let ended = acts.partition_point(|&(x, _)| x + t.tfaw <= self.floor);
+            let drop = if acts.len() - ended >= 1 << 16 {
+                acts.len() / 2
+            } else {
+                ended
+            };
+            acts.drain(..drop);
+        }
+        self.book_cas(ch, group_i, cas, data_delay, tag);
+        let b = &mut self.banks[bank];
+        *b = Bank {
+            open_row: c.row,
+            opener: requester,
+            act,
+            last_read: if write { 0 } else { cas },
+            last_write_end: if write { cas + t.tcwl + t.burst } else { 0 },
+            prev_row: if open { b.open_row } else { NO_ROW },
+            prev_act: b.act,
+            prev_close: pre.unwrap_or(0),
+        };
+        (cas + data_delay + t.burst, outcome, closed)
+    }
+
+    /// The earliest command-bus slot at or after `at` outside rank `rank`'s refresh.
+    #[inline]
+    fn command_slot(&self, ch: usize, rank: usize, at: u64) -> u64 {
+        let mut x = at;
+        loop {
+            let before = x;
+            x = self.after_refresh(rank, x);
+            x = self.channels[ch]
+                .command_bus
+                .earliest(x, self.timing.tck, 0, 0, |_, _| 0);
+            if x == before {
+                return x;
+            }
+        }
+    }
+
+    /// The earliest column command at or after `at` in bank group `group_i` of `rank`: tCCD_L
+    /// after the group's others, a free command slot, and a data-bus slot `data_delay` later
+    /// with the turnarounds to the bursts around it.
+    #[inline]
+    fn earliest_cas(
+        &self,
+        ch: usize,
+        group_i: usize,
+        rank: usize,
+        at: u64,
+        data_delay: u64,
+        tag: u32,
+    ) -> u64 {
+        let t = &self.timing;
+        let slot = t.burst.max(t.tccd_s);
+        let max_gap = t.twtr_l + t.tcl;
+        let gap = |before: u32, after: u32| turnaround(t, before, after);
+        let mut cas = at;
+        loop {
+            let before = cas;
+            cas = self.groups[group_i].earliest(cas, t.tccd_l, 0, 0, |_, _| 0);
+            cas = self.channels[ch]
+                .data_bus
+                .earliest(cas + data_delay, slot, tag, max_gap, gap)
+                - data_delay;
+            cas = self.command_slot(ch, rank, cas);
+            if cas == before {
+                return cas;
+            }
+        }
+    }
+
+    /// Book a column command at `cas` found by [`Dram::earliest_cas`].
+    #[inline]
+    fn book_cas(&mut self, ch: usize, group_i: usize, cas: u64, data_delay: u64, tag: u32) {
+        let t = self.timing;
+        let floor = self.floor;
+        self.groups[group_i].book(cas, t.tccd_l, 0, floor);
+        let channel = &mut self.channels[ch];
+        channel.command_bus.book(cas, t.tck, 0, floor);
+        channel
+            .data_bus
+            .book(cas + data_delay, t.burst.max(t.tccd_s), tag, floor);
+        self.stats.data_bus_cycles += t.burst;
+    }
+
+    pub fn stats(&self) -> &DramStats {
+        &self.stats
+    }
+
+    /// Zero the stats (end of warm-up); the row buffers and bank timing are kept.
+    pub fn reset_stats(&mut self) {
+        self.stats = DramStats::default();
+    }
+
+    /// Fraction of all reads so far that hit the open row.
+    pub fn row_hit_rate(&self) -> f64 {
+        self.stats.row_hit_rate()
+    }
+
+    /// Data-bus bookings of channel `ch`, for the bandwidth tests.
+    #[cfg(test)]
+    fn bursts(&self, ch: usize) -> &[calendar::Booking] {
+        self.channels[ch].data_bus.bookings()
+    }
+}
+
+/// Idle data-bus cycles a burst tagged `before` must leave before one tagged `after`: a read
+/// after a write to the same rank waits tWTR (S or L by bank group) after the write data, then
+/// its CAS latency; a write after a read waits for the bus to turn around.
+#[inline]
+fn turnaround(t: &DramTiming, before: u32, after: u32) -> u64 {
+    let (w0, w1) = (before & 1 == 1, after & 1 == 1);
+    if w0 == w1 {
+        return 0;
+    }
+    if w1 {
+        return t.rtw_turnaround;
+    }
+    let same_rank = (before >> 1) & 0x7F_FFFF == (after >> 1) & 0x7F_FFFF;
+    if !same_rank {
+        return t.rtw_turnaround;
+    }
+    let same_group = before >> 24 == after >> 24;
+    (if same_group { t.twtr_l } else { t.twtr_s }) + t.tcl
+}
