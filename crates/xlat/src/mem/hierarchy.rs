@@ -360,13 +360,15 @@ impl Hierarchy {
                 Lookup::MissEvictedDirty(victim) => *dirty_victim = Some(victim),
             }
         }
-        if evicted != [None; 3] {
-            self.write_back(evicted, now);
-        }
         if served == Level::L1d {
             return (latency, Level::L1d);
         }
-        self.beyond_l1d(addr, kind, now, entry, latency, served)
+        let done = self.beyond_l1d(addr, kind, now, entry, latency, served);
+        if evicted != [None; 3] {
+            // The victims leave when the fill arrives.
+            self.write_back(evicted, now + done.0);
+        }
+        done
     }
 
     /// [`Hierarchy::access`] by core `core` of a line its L1D found recently (a stream's next
@@ -592,7 +594,10 @@ mod tests {
         // command a clock: an activate and a read each).
         let mut h = hierarchy(64);
         let last = last_fill(&mut h, 16);
-        assert!(last > single && last <= single + 2 * 16, "{last} vs {single}");
+        assert!(
+            last > single && last <= single + 2 * 16,
+            "{last} vs {single}"
+        );
         assert_eq!(h.mshr_stats.waits, 0);
     }
 

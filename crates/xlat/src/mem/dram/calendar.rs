@@ -21,6 +21,10 @@ pub(super) struct Calendar {
     booked: Vec<Booking>,
 }
 
+/// Bookings after a request's time that [`Calendar::earliest`] looks between for room; past
+/// them it books after the last one. A burst of requests for one cycle (a page copy's
+/// write-backs) then costs each a bounded search, at the price of a gap further on.
+const SEARCH: usize = 64;
 /// Bookings kept before those that ended before every core's clock (the floor) are dropped.
 const KEEP: usize = 512;
 /// A bound on the bookings kept whatever the floor: past it the oldest half is dropped, which
@@ -49,7 +53,7 @@ impl Calendar {
             b.partition_point(|e| e.end + max_gap <= at)
         };
         let mut s = at;
-        for e in &b[first..] {
+        for e in b[first..].iter().take(SEARCH) {
             if e.start >= s + len + gap(tag, e.tag) {
                 // Fits before `e`; every booking before `e` was accounted for below.
                 return s;
@@ -58,6 +62,11 @@ impl Calendar {
                 s = e.end + gap(e.tag, tag);
             }
         }
+        if b.len() - first > SEARCH {
+            // No room among the first bookings after `at`: after the last one.
+            let last = b[b.len() - 1];
+            s = s.max(last.end + gap(last.tag, tag));
+        }
         s
     }
 
@@ -65,10 +74,11 @@ impl Calendar {
     #[inline]
     pub fn book(&mut self, start: u64, len: u64, tag: u32, floor: u64) {
         let b = &mut self.booked;
-        let mut at = b.len();
-        while at > 0 && b[at - 1].start > start {
-            at -= 1;
-        }
+        let at = if b.last().is_none_or(|l| l.start <= start) {
+            b.len()
+        } else {
+            b.partition_point(|e| e.start <= start)
+        };
         b.insert(
             at,
             Booking {
