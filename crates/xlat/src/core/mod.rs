@@ -631,7 +631,10 @@ mod tests {
         // At data return: every load issues long before the miss returns, 10 cycles per
         // group of four entries at most.
         assert!(data_issue < 200, "{data_issue}");
-        assert!(data_stalls < retire_stalls / 4, "{data_stalls} vs {retire_stalls}");
+        assert!(
+            data_stalls < retire_stalls / 4,
+            "{data_stalls} vs {retire_stalls}"
+        );
     }
 
     #[test]
