@@ -786,7 +786,13 @@ mod tests {
             (0..SHUFFLE_FIRST_FRAME).collect::<Vec<_>>()[..]
         );
         // Not the address order, the same for a seed, another for another seed.
-        assert!(a[..shuffled].windows(2).filter(|w| w[1] == w[0] + 1).count() < 20);
+        assert!(
+            a[..shuffled]
+                .windows(2)
+                .filter(|w| w[1] == w[0] + 1)
+                .count()
+                < 20
+        );
         assert_eq!(a, draw(1));
         assert_ne!(a, draw(2));
     }
