@@ -89,7 +89,7 @@ struct ChampsimFrames {
 
 #[inline]
 fn shift(level: u32) -> u32 {
-    BASE_PAGE_SHIFT as u32 + 9 * (level - 1)
+    BASE_PAGE_SHIFT + 9 * (level - 1)
 }
 
 pub struct RadixPageTable {
