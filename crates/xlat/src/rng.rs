@@ -5,7 +5,7 @@
 //! numbers another one draws (docs/architecture.md, "rules").
 
 /// xoshiro256** (Blackman & Vigna), a small fast generator with a 2^256 period.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Rng {
     s: [u64; 4],
 }
@@ -62,6 +62,8 @@ pub mod stream {
     pub const PLACEMENT: u64 = 4;
     /// Fragmentation of a VMM's host memory.
     pub const HOST_FRAGMENTATION: u64 = 5;
+    /// The order of a shuffled free list of frames (`os.physmem.frame_order = "shuffled"`).
+    pub const FRAME_ORDER: u64 = 6;
 }
 
 #[cfg(test)]

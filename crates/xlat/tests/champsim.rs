@@ -250,3 +250,67 @@ fn instructions_with_several_operands_count_once() {
     assert_eq!(s["mmu"]["l1tlb"]["accesses"].as_u64().unwrap(), 1350);
     assert_eq!(s["verify"]["translations_checked"].as_u64().unwrap(), 1350);
 }
+
+/// GUPS on demand paging under the `champsim` preset with `fault_model`, every translation
+/// checked against the OS (`sim.verify`): the run's stats.
+fn gups_faults(fault_model: &str) -> serde_json::Value {
+    let ov = vec![
+        "workload.name=gups".to_string(),
+        "workload.references=20000".to_string(),
+        "workload.table_bytes=268435456".to_string(),
+        "workload.populate=false".to_string(),
+        "os.physmem.bytes=4294967296".to_string(),
+        "sim.verify=true".to_string(),
+        "sim.fast_forward=0".to_string(),
+        format!("os.fault_model={fault_model}"),
+    ];
+    let cfg = xlat::SimConfig::load("champsim", &ov).unwrap();
+    let stats = xlat::Simulation::new(cfg)
+        .and_then(|mut s| s.run(&mut |_, _| Ok(())))
+        .unwrap();
+    serde_json::from_str(&stats.to_json()).unwrap()
+}
+
+#[test]
+fn walk_penalty_faults_lengthen_the_walk_without_a_second_walk() {
+    let trap = gups_faults("trap");
+    let penalty = gups_faults("walk_penalty");
+    let n = |v: &serde_json::Value, path: &[&str]| {
+        path.iter()
+            .fold(v, |v, k| &v[k])
+            .as_u64()
+            .unwrap_or_else(|| panic!("{path:?}"))
+    };
+    let faults = n(&penalty, &["mmu", "faults"]);
+    assert!(faults > 5_000, "{faults}");
+    // Every first touch is one walk: no second walk after the fault.
+    assert_eq!(
+        n(&penalty, &["mmu", "walks"]),
+        n(&penalty, &["mmu", "l2_misses"])
+    );
+    // A trap walks again.
+    assert_eq!(
+        n(&trap, &["mmu", "walks"]),
+        n(&trap, &["mmu", "l2_misses"]) + n(&trap, &["mmu", "faults"])
+    );
+    // Each fault costs 200 cycles for the page and 200 per new entry frame (at least the
+    // leaf's), all of it in the walk's latency: past-L1 translation time includes it.
+    let fault_cycles = n(&penalty, &["os", "faults", "cycles"]);
+    assert!(fault_cycles >= 400 * faults, "{fault_cycles}");
+    assert_eq!(
+        n(&penalty, &["os", "faults", "pt_page_cycles"]),
+        200 * n(&penalty, &["os", "faults", "pt_pages"])
+    );
+    assert!(
+        n(&penalty, &["mmu", "translation_cycles"])
+            >= fault_cycles + n(&penalty, &["mmu", "walk_cycles"])
+    );
+    // No drain, no refetch: first touches overlap, so the run is much shorter.
+    let cycles = |v| n(v, &["summary", "cycles"]);
+    assert!(
+        cycles(&penalty) * 3 < cycles(&trap),
+        "{} vs {}",
+        cycles(&penalty),
+        cycles(&trap)
+    );
+}

@@ -27,13 +27,37 @@ pub struct CoreConfig {
     pub width: u32,
     /// Re-order buffer entries (ignored by `inorder`, which behaves as a ROB of 1).
     pub rob_size: u32,
-    /// Load-queue entries: a load holds one from dispatch until it retires, and cannot
-    /// dispatch while all are held. A queue at least as large as the ROB never binds.
+    /// Load-queue entries: a load holds one from dispatch until it retires (or until its
+    /// data returns, with `lq_release = "data"`), and cannot dispatch while all are held. A
+    /// queue at least as large as the ROB never binds.
     pub lq_size: u32,
+    /// When a load frees its load-queue entry: `retire` (default) when it retires, `data`
+    /// when its data returns, as ChampSim's core does (`src/ooo_cpu.cc`,
+    /// `handle_memory_return`): a load waiting to retire behind an older miss then no longer
+    /// holds an entry.
+    #[serde(default, skip_serializing_if = "LqRelease::is_retire")]
+    pub lq_release: LqRelease,
     /// Store-queue entries, held by a store from dispatch until it retires.
     pub sq_size: u32,
     /// Core clock, used to convert DRAM nanoseconds to cycles.
     pub frequency_ghz: f64,
+}
+
+/// When a load's load-queue entry is freed (`core.lq_release`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LqRelease {
+    /// At retirement (in order).
+    #[default]
+    Retire,
+    /// When the load's data returns (out of order).
+    Data,
+}
+
+impl LqRelease {
+    fn is_retire(&self) -> bool {
+        *self == LqRelease::Retire
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,12 +157,18 @@ impl DepHistory {
 
 /// A load or store queue: the retire cycle of the last `len` loads (or stores), so the next
 /// one can dispatch only once the one `len` older has retired and freed its entry.
+///
+/// Entries freed out of order (`lq_release = "data"`: a load frees its entry when its data
+/// returns) are a pool instead: the next load takes the entry that frees first, whichever
+/// load held it.
 struct Queue {
-    /// Retire cycles of the last `len` loads (stores), a ring.
+    /// Retire cycles of the last `len` loads (stores), a ring; unused for a pool.
     retire: Vec<u64>,
     /// The ring slot of the next load (store): the entry it reuses. A wrapping index rather
     /// than a count modulo the (not necessarily power-of-two) size: no division per record.
     next: usize,
+    /// The cycles each entry frees, smallest first, when entries free out of order.
+    pool: Option<std::collections::BinaryHeap<std::cmp::Reverse<u64>>>,
 }
 
 impl Queue {
@@ -146,18 +176,37 @@ impl Queue {
         Queue {
             retire: vec![0; len.max(1) as usize],
             next: 0,
+            pool: None,
+        }
+    }
+
+    /// A queue whose entries free out of order.
+    fn pool(len: u32) -> Queue {
+        let free = (0..len.max(1)).map(|_| std::cmp::Reverse(0)).collect();
+        Queue {
+            retire: Vec::new(),
+            next: 0,
+            pool: Some(free),
         }
     }
 
     /// When the entry the next load (store) needs is free.
     #[inline(always)]
     fn free_at(&self) -> u64 {
-        self.retire[self.next]
+        match &self.pool {
+            None => self.retire[self.next],
+            Some(p) => p.peek().map_or(0, |r| r.0),
+        }
     }
 
-    /// The load (store) dispatched last retires at `cycle`.
+    /// The load (store) dispatched last frees its entry at `cycle`.
     #[inline(always)]
     fn retire_last(&mut self, cycle: u64) {
+        if let Some(p) = &mut self.pool {
+            p.pop();
+            p.push(std::cmp::Reverse(cycle));
+            return;
+        }
         self.retire[self.next] = cycle;
         self.next += 1;
         if self.next == self.retire.len() {
@@ -238,7 +287,10 @@ impl Core {
         Core {
             width: cfg.width as u64,
             rob,
-            lq: Queue::new(cfg.lq_size),
+            lq: match cfg.lq_release {
+                LqRelease::Retire => Queue::new(cfg.lq_size),
+                LqRelease::Data => Queue::pool(cfg.lq_size),
+            },
             sq: Queue::new(cfg.sq_size),
             instr: 0,
             dispatch_cycle: 0,
@@ -502,6 +554,9 @@ impl Core {
         self.memory_retire = self.last_retire;
         if is_store {
             self.sq.retire_last(self.last_retire);
+        } else if self.lq.pool.is_some() {
+            // Freed when the data returns (`lq_release = "data"`).
+            self.lq.retire_last(complete);
         } else {
             self.lq.retire_last(self.last_retire);
         }
@@ -526,6 +581,7 @@ mod tests {
             width,
             rob_size: rob,
             lq_size: lq,
+            lq_release: LqRelease::Retire,
             sq_size: sq,
             frequency_ghz: 2.0,
         })
@@ -540,6 +596,45 @@ mod tests {
             c.complete_memory(t + latency, stores);
         }
         c.cycles()
+    }
+
+    #[test]
+    fn lq_release_at_data_lets_loads_past_an_older_miss() {
+        // A 1000-cycle miss, then 60 loads of 10 cycles each through a 4-entry LQ and a
+        // 64-entry ROB. Released at retirement, the short loads hold their entries behind the
+        // miss: the fifth waits for it. Released when their data returns, they cycle through
+        // the queue while the miss is outstanding, up to the ROB's bound.
+        let run = |release: LqRelease| {
+            let mut c = Core::new(&CoreConfig {
+                model: CoreModel::Ooo,
+                width: 4,
+                rob_size: 64,
+                lq_size: 4,
+                lq_release: release,
+                sq_size: 64,
+                frequency_ghz: 2.0,
+            });
+            let t = c.issue_memory(0, 0, false, false);
+            c.complete_memory(t + 1000, false);
+            let mut last_issue = 0;
+            for _ in 0..60 {
+                last_issue = c.issue_memory(0, 0, false, false);
+                c.complete_memory(last_issue + 10, false);
+            }
+            (last_issue, c.stats.lq_stall_cycles)
+        };
+        let (retire_issue, retire_stalls) = run(LqRelease::Retire);
+        let (data_issue, data_stalls) = run(LqRelease::Data);
+        // At retirement: the 4th short load onwards waits for the miss's retirement.
+        assert!(retire_issue >= 1000, "{retire_issue}");
+        assert!(retire_stalls >= 990, "{retire_stalls}");
+        // At data return: every load issues long before the miss returns, 10 cycles per
+        // group of four entries at most.
+        assert!(data_issue < 200, "{data_issue}");
+        assert!(
+            data_stalls < retire_stalls / 4,
+            "{data_stalls} vs {retire_stalls}"
+        );
     }
 
     #[test]

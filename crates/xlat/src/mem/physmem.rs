@@ -54,6 +54,66 @@ pub struct PhysMemConfig {
     /// A multiple of 2 MiB, at most `bytes`; 0 (default) keeps none.
     #[serde(default)]
     pub contiguous_bytes: u64,
+    /// The order in which single frames (4 KiB pages, page-table pages) are handed out:
+    /// `buddy` (default), the lowest-addressed free block first; or `shuffled`, a seeded
+    /// random permutation of all frames above the first MiB, as ChampSim's virtual memory
+    /// takes them from a shuffled free list (`src/vmem.cc`, `shuffle_pages`). Larger blocks
+    /// still come from the buddy lists.
+    #[serde(default, skip_serializing_if = "FrameOrder::is_buddy")]
+    pub frame_order: FrameOrder,
+}
+
+/// `os.physmem.frame_order`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FrameOrder {
+    #[default]
+    Buddy,
+    Shuffled,
+}
+
+impl FrameOrder {
+    fn is_buddy(&self) -> bool {
+        *self == FrameOrder::Buddy
+    }
+}
+
+/// Frames below this one are left out of a shuffled free list: ChampSim's list starts at
+/// 1 MiB (`src/vmem.cc`, `populate_pages`).
+pub const SHUFFLE_FIRST_FRAME: u64 = (1 << 20) / crate::addr::BASE_PAGE_BYTES;
+
+/// A random permutation of frames `first..end`, drawn one frame at a time (Fisher-Yates
+/// from the front, the positions swapped so far kept in a map: memory grows with the frames
+/// drawn, not with memory's size).
+#[derive(Clone, Debug, PartialEq)]
+struct Shuffle {
+    first: u64,
+    end: u64,
+    /// Position of the next frame drawn, counted from `first`.
+    drawn: u64,
+    /// Positions (from `first`) at or beyond `drawn` whose frame is not their own.
+    swapped: FxHashMap<u64, u64>,
+    rng: Rng,
+}
+
+impl Shuffle {
+    fn next(&mut self) -> Option<u64> {
+        let n = self.end.saturating_sub(self.first);
+        if self.drawn >= n {
+            return None;
+        }
+        let i = self.drawn;
+        let j = i + self.rng.below(n - i);
+        let at = |s: &Self, k: u64| s.swapped.get(&k).copied().unwrap_or(k);
+        let picked = at(self, j);
+        let displaced = at(self, i);
+        self.swapped.remove(&i);
+        if j != i {
+            self.swapped.insert(j, displaced);
+        }
+        self.drawn += 1;
+        Some(self.first + picked)
+    }
 }
 
 impl PhysMemConfig {
@@ -168,6 +228,8 @@ pub struct BuddyAllocator {
     /// Blocks handed out since the journal was last taken, when it is kept (a guest OS's
     /// allocator: the VMM backs each block with host memory as the guest first touches it).
     journal: Option<Vec<(Pfn, u32)>>,
+    /// Single frames in a seeded random order (`frame_order = "shuffled"`), if set.
+    shuffle: Option<Box<Shuffle>>,
 }
 
 #[inline]
@@ -221,6 +283,31 @@ impl BuddyAllocator {
             compaction: None,
             stats: BuddyStats::default(),
             journal: None,
+            shuffle: None,
+        }
+    }
+
+    /// Hand out single frames in a random order drawn from `rng` from now on: each
+    /// `alloc(0)` takes the next frame of a permutation of all frames from
+    /// [`SHUFFLE_FIRST_FRAME`] on that is still free (frames taken otherwise are skipped);
+    /// once the permutation is used up, the buddy order again.
+    pub fn shuffle_frames(&mut self, rng: Rng) {
+        self.shuffle = Some(Box::new(Shuffle {
+            first: SHUFFLE_FIRST_FRAME.min(self.total),
+            end: self.total,
+            drawn: 0,
+            swapped: FxHashMap::default(),
+            rng,
+        }));
+    }
+
+    /// The next free frame of the shuffled order, allocated; `None` once it is used up.
+    fn alloc_shuffled(&mut self) -> Option<Pfn> {
+        loop {
+            let pfn = Pfn(self.shuffle.as_mut()?.next()?);
+            if self.is_free(pfn) && self.alloc_at(pfn, 0) {
+                return Some(pfn);
+            }
         }
     }
 
@@ -304,6 +391,12 @@ impl BuddyAllocator {
     pub fn alloc(&mut self, order: u32) -> Option<Pfn> {
         if order > MAX_ORDER {
             return None;
+        }
+        if order == 0 && self.shuffle.is_some() {
+            if let Some(pfn) = self.alloc_shuffled() {
+                return Some(pfn);
+            }
+            self.shuffle = None;
         }
         let Some(mut o) = (order..=MAX_ORDER).find(|&o| !self.free[o as usize].is_empty()) else {
             self.stats.failed_allocs[order as usize] += 1;
@@ -667,7 +760,63 @@ mod tests {
             fragmentation_order: order,
             compaction_max_fmfi: 0.75,
             contiguous_bytes: 0,
+            frame_order: FrameOrder::Buddy,
         }
+    }
+
+    #[test]
+    fn shuffled_frames_are_a_seeded_permutation() {
+        let frames = 4096; // 16 MiB: 3840 frames above the first MiB
+        let draw = |seed: u64| {
+            let mut b = BuddyAllocator::new(frames);
+            b.shuffle_frames(Rng::new(seed, stream::FRAME_ORDER));
+            (0..frames)
+                .map(|_| b.alloc(0).expect("memory left").0)
+                .collect::<Vec<u64>>()
+        };
+        let a = draw(1);
+        // Every frame once: first the shuffled ones above 1 MiB, then the buddy order.
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..frames).collect::<Vec<_>>());
+        let shuffled = (frames - SHUFFLE_FIRST_FRAME) as usize;
+        assert!(a[..shuffled].iter().all(|&f| f >= SHUFFLE_FIRST_FRAME));
+        assert_eq!(
+            a[shuffled..],
+            (0..SHUFFLE_FIRST_FRAME).collect::<Vec<_>>()[..]
+        );
+        // Not the address order, the same for a seed, another for another seed.
+        assert!(
+            a[..shuffled]
+                .windows(2)
+                .filter(|w| w[1] == w[0] + 1)
+                .count()
+                < 20
+        );
+        assert_eq!(a, draw(1));
+        assert_ne!(a, draw(2));
+    }
+
+    #[test]
+    fn shuffled_frames_skip_frames_taken_otherwise() {
+        let mut b = BuddyAllocator::new(2048);
+        b.shuffle_frames(Rng::new(3, stream::FRAME_ORDER));
+        // A 2 MiB block, taken from the buddy lists, is never handed out again.
+        let block = b.alloc(9).expect("a free 2 MiB block");
+        let mut seen = std::collections::HashSet::new();
+        while let Some(f) = b.alloc(0) {
+            assert!(
+                !(block.0..block.0 + 512).contains(&f.0),
+                "{f:?} is in {block:?}"
+            );
+            assert!(seen.insert(f.0), "{f:?} twice");
+        }
+        assert_eq!(seen.len(), 2048 - 512);
+        assert_eq!(
+            b.stats().failed_allocs[0],
+            1,
+            "only the final empty alloc fails"
+        );
     }
 
     fn config_key(r: Result<()>) -> String {

@@ -781,6 +781,56 @@ impl<S: MmuScheme> Mmu<S> {
         })
     }
 
+    /// Complete a faulting translation in the walk that found the page unmapped
+    /// (`os.fault_model = "walk_penalty"`): the OS has mapped it (`mapped`) with `penalty`
+    /// cycles, which the walk takes on; its walker is busy until then, and the TLBs take the
+    /// translation read from the table (the OS's mapping where the organisation offers no
+    /// such read).
+    #[allow(clippy::too_many_arguments)]
+    pub fn finish_fault_in_walk<P: PageTables<Table = S::Table>>(
+        &mut self,
+        f: FaultRequest,
+        penalty: u64,
+        mapped: (Pfn, PageSize),
+        tables: &P,
+        mem: &mut Hierarchy,
+        shared: &mut S::Shared,
+    ) -> Result<Translation> {
+        self.counters.faults += 1;
+        let end = f.walked + penalty;
+        let table = tables.table(f.pid)?;
+        let (pfn, size) = match table.read_mapping(tables.store(), f.va) {
+            Some(Some(m)) => m,
+            Some(None) => {
+                return Err(Error::Verify(format!(
+                    "the table has no mapping for {:?} (pid {}) right after the OS mapped it",
+                    f.va, f.pid
+                )))
+            }
+            None => mapped,
+        };
+        if !S::PERFECT {
+            self.counters.translation_cycles += penalty;
+            self.walk_found(
+                f.slot,
+                f.va,
+                f.pid,
+                f.op,
+                (pfn, size),
+                (table, tables.store()),
+                end,
+                mem,
+                shared,
+            );
+        }
+        Ok(Translation {
+            paddr: translate(f.va, pfn, size),
+            size,
+            latency: end - f.issued,
+            found: Found::Walk,
+        })
+    }
+
     /// Drop every cached translation of the given pages (after munmap or migration).
     pub fn shootdown(&mut self, pid: u16, pages: &[(Vpn, PageSize)], shared: &mut S::Shared) {
         if S::PERFECT {

@@ -7,6 +7,7 @@ mod process;
 mod swap;
 pub mod vmm;
 
+pub use crate::mem::physmem::FrameOrder;
 pub use frames::{BuddyFrames, Eviction, FramePolicy, PageOut};
 use process::Paging;
 pub use process::{MapKind, Process, Vma};
@@ -26,6 +27,18 @@ use serde::{Deserialize, Serialize};
 pub struct OsConfig {
     /// Cycles the core loses to one page fault (trap, allocation, zeroing, PTE update).
     pub minor_fault_cycles: u64,
+    /// How a first touch is charged: `trap` (default), a precise exception (the handler runs
+    /// once older instructions retire, younger ones refetch, the walk is made again); or
+    /// `walk_penalty`, ChampSim's model (`src/ptw.cc`, `src/vmem.cc`): the walk that finds
+    /// the page unmapped takes the fault's cycles as extra latency and returns the new
+    /// mapping, with no drain, refetch or second walk.
+    #[serde(default, skip_serializing_if = "FaultModel::is_trap")]
+    pub fault_model: FaultModel,
+    /// Cycles added to a fault for each page-table page its mapping creates (ChampSim charges
+    /// its minor-fault penalty for each new page-table page as well as for the data page);
+    /// pages as the table counts them (`PageTable::table_pages`). 0 by default.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pt_page_fault_cycles: u64,
     /// Transparent huge pages: `never`, or `always` (map 2 MiB on fault when possible).
     pub thp: ThpPolicy,
     /// Back every anonymous region of 2 MiB or more with explicit 1 GiB pages (falling back to
@@ -119,6 +132,21 @@ fn default_ipi_cycles() -> u64 {
     4000
 }
 
+/// `os.fault_model`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultModel {
+    #[default]
+    Trap,
+    WalkPenalty,
+}
+
+impl FaultModel {
+    fn is_trap(&self) -> bool {
+        *self == FaultModel::Trap
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ThpPolicy {
@@ -192,6 +220,12 @@ pub struct FaultStats {
     /// hierarchy (part of `cycles`).
     #[serde(skip_serializing_if = "is_zero")]
     pub copy_cycles: u64,
+    /// Page-table pages the faults' mappings created, and the cycles charged for them
+    /// (`os.pt_page_fault_cycles` each; part of `cycles`). Counted only when that is set.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pt_pages: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pt_page_cycles: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -314,6 +348,9 @@ impl<T: PageTable> Os<T> {
             fmfi_order: cfg.physmem.fragmentation_order,
         }));
         let fmfi_initial = buddy.fmfi(cfg.physmem.fragmentation_order);
+        if cfg.physmem.frame_order == physmem::FrameOrder::Shuffled {
+            buddy.shuffle_frames(Rng::new(seed, rng::stream::FRAME_ORDER));
+        }
         let mut os = Os {
             cfg: cfg.clone(),
             new_table,
@@ -558,7 +595,22 @@ impl<T: PageTable> Os<T> {
     /// way costs its write.
     pub fn fault(&mut self, pid: u16, va: VirtAddr) -> Result<(Pfn, PageSize, u64)> {
         let majors = self.stats.faults.major;
-        let (pfn, size, pt_cycles) = self.map_page(pid, va)?;
+        let per_pt_page = self.cfg.pt_page_fault_cycles;
+        let pages_before = match per_pt_page {
+            0 => 0,
+            _ => self.process(pid)?.pt.table_pages(),
+        };
+        let (pfn, size, mut pt_cycles) = self.map_page(pid, va)?;
+        if per_pt_page > 0 {
+            let new = self
+                .process(pid)?
+                .pt
+                .table_pages()
+                .saturating_sub(pages_before);
+            self.stats.faults.pt_pages += new;
+            self.stats.faults.pt_page_cycles += new * per_pt_page;
+            pt_cycles += new * per_pt_page;
+        }
         if self.stats.faults.major == majors {
             self.stats.faults.minor += 1;
         }
@@ -1010,6 +1062,8 @@ pub(crate) mod testing {
     pub fn config(mib: u64) -> OsConfig {
         OsConfig {
             minor_fault_cycles: 0,
+            fault_model: FaultModel::Trap,
+            pt_page_fault_cycles: 0,
             thp: ThpPolicy::Never,
             hugetlb_1g: false,
             eager_paging: false,
@@ -1019,6 +1073,7 @@ pub(crate) mod testing {
                 fragmentation_order: 9,
                 compaction_max_fmfi: 0.75,
                 contiguous_bytes: 0,
+                frame_order: physmem::FrameOrder::Buddy,
             },
             shootdown_ipi_cycles: 0,
             swap: SwapConfig::default(),

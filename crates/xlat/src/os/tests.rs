@@ -166,6 +166,7 @@ fn contiguous_bytes_beyond_memory_is_a_config_error() {
         fragmentation_order: 9,
         compaction_max_fmfi: 0.75,
         contiguous_bytes: 128 << 20,
+        frame_order: crate::mem::physmem::FrameOrder::Buddy,
     };
     let err = cfg.validate("os.physmem").unwrap_err().to_string();
     assert!(err.contains("os.physmem.contiguous_bytes"), "{err}");

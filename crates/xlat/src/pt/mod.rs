@@ -29,6 +29,16 @@ impl PtContext<'_> {
         self.store.zero_frame(pfn);
         Ok(pfn)
     }
+
+    /// A 4 KiB frame the table occupies without keeping contents in it (ChampSim's placement
+    /// of radix entries: walks reference it, the entries' values are kept elsewhere).
+    pub fn alloc_placement_frame(&mut self) -> Result<Pfn> {
+        self.buddy.alloc(0).ok_or_else(|| {
+            crate::Error::OutOfMemory(
+                "no free frame for a page-table page (raise os.physmem.bytes)".into(),
+            )
+        })
+    }
 }
 
 /// A per-process page table, the OS side of an organisation. The OS calls `map`/`unmap`; the
@@ -40,6 +50,21 @@ pub trait PageTable: Send {
     fn unmap(&mut self, ctx: &mut PtContext, vpn: Vpn, size: PageSize) -> Option<Pfn>;
     /// Bytes of physical memory the table occupies.
     fn bytes(&self) -> u64;
+    /// Page-table pages the table has, as a fault penalty per new page-table page counts
+    /// them (`os.pt_page_fault_cycles`): by default its bytes in 4 KiB pages.
+    fn table_pages(&self) -> u64 {
+        self.bytes() / 4096
+    }
+    /// The mapping of `va` read from the table's contents with no timing, the way a walk
+    /// would find it: `Some(None)` if unmapped, `None` if the organisation offers no such
+    /// read (a walk-penalty fault then takes the mapping the OS just made).
+    fn read_mapping(
+        &self,
+        _store: &store::PtStore,
+        _va: crate::addr::VirtAddr,
+    ) -> Option<Option<(Pfn, PageSize)>> {
+        None
+    }
     /// Cycles the OS spent allocating (and zeroing) the table's memory since the last call; the
     /// fault that caused them pays them. Radix tables allocate single frames, whose cost is
     /// part of the minor-fault cost.

@@ -12,7 +12,7 @@ use crate::mem::physmem::BuddyAllocator;
 use crate::mmu::config::TlbConfig;
 use crate::mmu::walk::WalkPlan;
 use crate::mmu::{stats_value, MmuScheme, WalkEnv};
-use crate::pt::radix::RadixPageTable;
+use crate::pt::radix::{Placement, RadixPageTable};
 use crate::pt::PtContext;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -31,6 +31,10 @@ pub struct RadixConfig {
     /// for that level. A PML5-entry cache exists only if given here (and `levels = 5`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pwc_levels: BTreeMap<String, TlbConfig>,
+    /// Where the table's entries are in physical memory: `x86` (default), or `champsim`,
+    /// ChampSim's placement of one frame per entry (`src/vmem.cc`; docs/champsim.md).
+    #[serde(default, skip_serializing_if = "Placement::is_x86")]
+    pub placement: Placement,
 }
 
 impl Default for RadixConfig {
@@ -46,6 +50,7 @@ impl Default for RadixConfig {
                 page_sizes: vec![PageSize::Size4K],
             },
             pwc_levels: BTreeMap::new(),
+            placement: Placement::X86,
         }
     }
 }
@@ -90,7 +95,7 @@ impl RadixConfig {
 
     /// A new, empty radix table.
     pub fn new_table(&self, pt: &mut PtContext) -> Result<RadixPageTable> {
-        RadixPageTable::new(pt, self.levels)
+        RadixPageTable::with_placement(pt, self.levels, self.placement)
     }
 }
 

@@ -131,7 +131,7 @@ impl RadixWalker {
         }
         loop {
             let at = entry_addr(table, va, level);
-            let referenced = locate(at, plan)?;
+            let referenced = locate(pt.referenced(at, va, level), plan)?;
             plan.push_next(referenced, kind(level));
             let e = store.read(at);
             if e & PRESENT == 0 {

@@ -439,6 +439,9 @@ impl<S: Scheme> System<S> {
     /// refetch after the handler.
     #[cold]
     fn fault(&mut self, c: usize, f: FaultRequest) -> Result<Translation> {
+        if f.host.is_none() && self.cfg.os.fault_model == crate::os::FaultModel::WalkPenalty {
+            return self.fault_in_walk(c, f);
+        }
         let mut fault_cycles = match f.host {
             Some(gpa) => self.os.ept_violation(gpa)?,
             None => self.os.fault(f.pid, f.va)?.2,
@@ -458,6 +461,24 @@ impl<S: Scheme> System<S> {
             unit.core.refetch_from(resume);
         }
         Ok(t)
+    }
+
+    /// `os.fault_model = "walk_penalty"`: the OS maps the page the walk found unmapped, and
+    /// the walk takes the fault's cycles (and those of the shootdowns and copies it caused)
+    /// as extra latency, as ChampSim's walker does: no wait for older instructions, no
+    /// refetch, no second walk. (An EPT violation of a virtualized walk stays a trap.)
+    #[cold]
+    fn fault_in_walk(&mut self, c: usize, f: FaultRequest) -> Result<Translation> {
+        let (pfn, size, mut cycles) = self.os.fault(f.pid, f.va)?;
+        cycles += self.settle_moves(c, f.walked);
+        self.cores[c].mmu.finish_fault_in_walk(
+            f,
+            cycles,
+            (pfn, size),
+            &self.os,
+            &mut self.mem,
+            &mut self.shared,
+        )
     }
 
     /// Hand core `c`'s walk notes to the OS (Utopia's PTE-based migration); the pages it moves
