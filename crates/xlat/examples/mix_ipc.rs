@@ -14,8 +14,9 @@ fn main() -> ExitCode {
         eprintln!("usage: mix_ipc PRESET WORKLOAD [KEY=VALUE ...]");
         return ExitCode::from(2);
     };
-    let mut ov = overrides.to_vec();
-    ov.push(format!("workload.name={workload}"));
+    // The name first: the overrides after it set that workload's keys.
+    let mut ov = vec![format!("workload.name={workload}")];
+    ov.extend_from_slice(overrides);
     let run = || -> xlat::Result<xlat::Stats> {
         let cfg = xlat::SimConfig::load(preset, &ov)?;
         xlat::Simulation::new(cfg)?.run(&mut |_, _| Ok(()))
@@ -30,10 +31,11 @@ fn main() -> ExitCode {
     let tree: serde_json::Value = serde_json::from_str(&stats.to_json()).expect("stats are JSON");
     let s = &tree["summary"];
     println!(
-        "all: instructions={} cycles={} ipc={:.3}",
+        "all: instructions={} cycles={} ipc={:.3} dram_row_hit_rate={:.3}",
         s["instructions"],
         s["cycles"],
-        s["ipc"].as_f64().unwrap_or(0.0)
+        s["ipc"].as_f64().unwrap_or(0.0),
+        s["dram_row_hit_rate"].as_f64().unwrap_or(0.0)
     );
     for (i, c) in tree["cores"].as_array().into_iter().flatten().enumerate() {
         let c = &c["core"];

@@ -1,22 +1,27 @@
 //! A multi-programmed mix: several workloads, each in its own process (own pid, own address
-//! space and page table), time-sharing the one simulated core round-robin, as Mosaic (seed
-//! 003) and SPARTA (seed 002) run co-located programs.
+//! space and page table), as Mosaic (seed 003) and SPARTA (seed 002) run co-located programs.
 //!
 //! Each member is a complete `[workload]` table (any built-in generator or a trace) built into
-//! its own process with a seed derived from the run seed and its position. The scheduler gives
-//! each member a slice of `quantum` instructions (its records' `instr_delta` plus one for the
+//! its own process with a seed derived from the run seed and its position. Member `i`'s
+//! records carry core `i`. Members are single-threaded: a member's `threads` must be 1.
+//!
+//! **A core per member.** A system with at least as many cores as members (and more than one)
+//! takes the members as programs of their own ([`RecordSource::programs`]): each core reads its
+//! member's stream on its own clock, each member runs `references / members` records (its
+//! quota) from its own region of interest, and a member whose stream ends starts it again
+//! ([`RecordSource::restart`]: built again with its seed, in the memory it has, each `mmap`
+//! answered with the address its first build got). The system does the rest
+//! (`sim/system/programs.rs`).
+//!
+//! **One core.** Otherwise the mix is one stream, time-sharing core 0: the scheduler gives each
+//! member a slice of `quantum` instructions (its records' `instr_delta` plus one for the
 //! memory instruction itself, none for a further operand of one; a slice ends after the record
 //! that reaches the quantum, or after the last operand of its instruction), then
 //! switches to the next member that still has records. Members that run out leave the rotation;
-//! the mix ends when all have, or after `references` records in total.
-//!
-//! The mix's region of interest begins once every member has reached its own (a member without
-//! set-up is there from its first record), and `references` counts from there: members that
-//! set up their data (the graph kernels) are fast-forwarded through it together.
-//!
-//! Member `i`'s records carry core `i`: on a multi-core system each member runs on its own core
-//! (the engine routes a record to core `core % cores`); on one core they all share core 0 as
-//! before. Members are single-threaded: a member's `threads` must be 1.
+//! the mix ends when all have, or after `references` records in total. The mix's region of
+//! interest begins once every member has reached its own (a member without set-up is there
+//! from its first record), and `references` counts from there: members that set up their data
+//! (the graph kernels) are fast-forwarded through it together.
 
 use super::WorkloadConfig;
 use crate::addr::{PageSize, VirtAddr, Vpn};
@@ -32,10 +37,11 @@ pub struct MixConfig {
     /// The programs, each a full workload table (`[[workload.members]]`, with its `name`).
     #[serde(default = "default_members")]
     pub members: Vec<WorkloadConfig>,
-    /// Instructions per time slice.
+    /// Instructions per time slice (on one core).
     #[serde(default = "default_quantum")]
     pub quantum: u64,
-    /// Memory references to emit over all members.
+    /// Memory references over all members: on a core per member, each runs its share (its
+    /// quota); on one core, the interleaved stream's records.
     #[serde(default = "default_refs")]
     pub references: u64,
     /// When false, no member maps its memory at build time (overrides the members' own
