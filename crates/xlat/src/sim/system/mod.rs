@@ -4,7 +4,7 @@
 //! loop is compiled once per scheme with no virtual calls.
 //!
 //! With several cores, records are routed to core `record.core % cores` and wait in that
-//! core's queue; the core whose clock ([`Core::now`]) is smallest steps next (ties: the lowest
+//! core's queue (a mix's programs are read by their own cores instead: `programs.rs`); the core whose clock ([`Core::now`]) is smallest steps next (ties: the lowest
 //! core), which is deterministic and keeps the cores' clocks close, so their accesses
 //! interleave in the shared caches and DRAM as they would in time.
 //!
@@ -49,8 +49,8 @@ pub type SharedOf<S> = <<S as Scheme>::Mmu as MmuScheme>::Shared;
 
 /// Records a multi-core system may hold in its cores' queues before it stops reading ahead
 /// for a core that has none (a core that never gets records must not make the others buffer
-/// the whole source). 2 Mi records (48 MiB) hold a round of a four-program `mix` at its
-/// default quantum, so its programs overlap in time as on separate cores.
+/// the whole source): 2 Mi records (48 MiB). A `mix` on several cores does not queue: each
+/// core reads its own program (`programs.rs`).
 const MAX_QUEUED: usize = 1 << 21;
 
 /// One core of a system: its timing model, its MMU, the records waiting for it, and the
