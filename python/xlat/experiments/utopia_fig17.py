@@ -9,15 +9,16 @@ once (``random.Random(2023).sample`` of four of the 11 workloads, five times; th
 whose mixes cover every workload) and are fixed here so every run and every reader sees the
 same ones.
 
-Metric. A member runs on its own core and is the same program on every system, but how many
-of its instructions fall in the measured region depends on the system (the warm-up and the
-measured references are counted over all cores), so cycles are not comparable member by
-member. A mix's speed-up over Radix is therefore its **weighted speed-up with Radix as the
-reference**: the mean over its members of ``IPC(member on the system) / IPC(member on Radix)``
-(each member's IPC on its core, over the measured region). It weighs every program alike,
+Metric. A member runs on its own core, from its own stream and on its own clock, and is the
+same program on every system: it warms up for its share of the warm-up and is measured to its
+quota of references (the run's references split evenly), the same work on every system, then
+keeps running until every member has reached its quota (``mix.members[i]`` in the stats holds
+each member's numbers at its quota). A mix's speed-up over Radix is its **weighted speed-up
+with Radix as the reference**: the mean over its members of ``IPC(member on the system) /
+IPC(member on Radix)`` (each member's IPC at its quota). It weighs every program alike,
 whatever its own IPC, as the single-core figures do; the average over mixes is a geometric
-mean, as in Fig 5. The throughput ratio (instructions of all cores per cycle) is reported
-beside it.
+mean, as in Fig 5. The throughput ratio (instructions of all cores per cycle, over the whole
+run) is reported beside it.
 """
 
 from __future__ import annotations
@@ -49,18 +50,18 @@ MIXES = (
 CORES = 4
 #: Table 1: "L3 Cache 2 MB/core".
 LLC_BYTES_PER_CORE = 2 << 20
-#: Memory references per run, over all four cores: four times utopia.py's single-core runs at
-#: tiny; at quick 8M (2M per member; the set-up of four members is most of a run's time).
+#: Memory references per run, over all four cores: each member's quota is a quarter. Four times
+#: utopia.py's single-core runs at tiny; at quick 8M (2M per member; the set-up of four members
+#: is most of a run's time).
 REFERENCES = {"tiny": 120_000, "quick": 8_000_000, "full": 800_000_000, "paper": 800_000_000}
 #: Graph kernels' Graph500 scale per scale. Quick takes 2^18 vertices instead of the
 #: single-core figures' 2^20: generating a 2^20-vertex graph takes ~3.5 s per member, and 13
 #: of the 20 members are graph kernels (a 2^18 graph, 64 MiB of edges, still overflows the
 #: L2 TLB's reach many times over).
 GRAPH_SCALE = {"tiny": 12, "quick": 18, "full": 23}
-#: Instructions per slice of the mix's record stream. On four cores with four members each
-#: member has a core to itself, so the slice only sets how finely the members' records
-#: interleave in the stream the cores' queues are filled from; small slices keep every core
-#: fed from the start (with the default 1M, a short run executes the first member alone).
+#: Instructions per slice of a mix time-sliced on one core. On four cores each member has a core
+#: to itself and reads its own stream, so the quantum is not used; it is kept so that the runs'
+#: configs (and their results' keys) stay as they were.
 QUANTUM = 10_000
 
 SYSTEMS = {
@@ -94,7 +95,8 @@ def mix_workloads(scale: str) -> dict[str, dict]:
             single[name] = {"scale": GRAPH_SCALE[scale]}
     workloads = {}
     for n, mix in enumerate(MIXES, 1):
-        # Each member may run the whole run's references (the mix stops at its total).
+        # Each member's own stream may run the whole run's references: it reaches its quota (a
+        # quarter) without restarting.
         members = [{"name": name, **single[name], "references": REFERENCES[scale]} for name in mix]
         workloads[f"mix@m{n}"] = {"members": members, "quantum": QUANTUM}
     return workloads
@@ -136,11 +138,12 @@ def mix_names(key: str) -> str:
     return f"m{n}: " + "+".join(MIXES[n - 1])
 
 
-def _core_ipcs(run: pd.Series) -> list[float]:
-    """Per core: its instructions / cycles over the measured region (NaN for an idle core)."""
+def member_ipcs(run: Mapping) -> list[float]:
+    """Per member of the mix, in member order: its IPC from the end of its warm-up to its quota
+    (``mix.members[i]``; NaN for a member that ran no cycles)."""
     ipcs = []
-    for core in json.loads(run["stats.cores"]):
-        instructions, cycles = core["core"]["instructions"], core["core"]["cycles"]
+    for member in json.loads(run["stats.mix.members"]):
+        instructions, cycles = member["instructions"], member["cycles"]
         ipcs.append(instructions / cycles if cycles else math.nan)
     return ipcs
 
@@ -148,7 +151,7 @@ def _core_ipcs(run: pd.Series) -> list[float]:
 def speedups(df: pd.DataFrame) -> pd.DataFrame:
     """Per mix (rows) and system (columns): weighted speed-up over Radix."""
     ok = df[df["status"] == "ok"]
-    ipcs = {(r["workload"], r["label"]): _core_ipcs(r) for _, r in ok.iterrows()}
+    ipcs = {(r["workload"], r["label"]): member_ipcs(r) for _, r in ok.iterrows()}
     rows = {}
     for (mix, label), ipc in ipcs.items():
         radix = ipcs.get((mix, "Radix"))
@@ -260,9 +263,12 @@ register(
         notes="Four cores as Table 1 (LLC 2 MB per core, 8 MB shared); the paper also runs 2 "
         "and 8 cores, which we do not. Mixes (member i on core i): m1 sssp+xsbench+kmer+tc, "
         "m2 dlrm-sls+kmer+tc+bfs, m3 bfs+pr+gups+dlrm-sls, m4 cc+gc+kmer+bc, m5 gc+tc+bfs+cc, "
-        "drawn at random once (the paper's five mixes are not published). A mix's speed-up "
+        "drawn at random once (the paper's five mixes are not published). Each member runs on "
+        "its own core from its own stream to its quota (a quarter of the references), then "
+        "keeps running until all have. A mix's speed-up "
         "is its weighted speed-up with Radix as the reference (mean over members of the "
-        "member's IPC on the system over its IPC on Radix); the average is a geometric mean "
+        "member's IPC at its quota on the system over its IPC on Radix); the average is a "
+        "geometric mean "
         "over mixes. Every system is the single-core figures' (utopia.py) with four cores; "
         "Utopia's two 512 MB RestSegs are shared by the four programs, so each gets less of "
         "them than alone. Inputs are the single-core figures' at each scale but for the "

@@ -489,9 +489,20 @@ impl Hierarchy {
     }
 
     pub fn reset_stats(&mut self) {
-        for p in &mut self.private {
-            p.iter_mut().for_each(Cache::reset_stats);
+        for core in 0..self.private.len() {
+            self.reset_private_stats(core);
         }
+        self.reset_shared_stats();
+    }
+
+    /// Restart the counters of `core`'s private caches (a program's own warm-up ended).
+    pub fn reset_private_stats(&mut self, core: usize) {
+        self.private[core].iter_mut().for_each(Cache::reset_stats);
+    }
+
+    /// Restart the counters of what the cores share: the LLC, DRAM, and the L1D MSHR waits
+    /// (counted over all cores).
+    pub fn reset_shared_stats(&mut self) {
         self.llc.reset_stats();
         self.dram.reset_stats();
         self.mshr_stats = MshrStats::default();

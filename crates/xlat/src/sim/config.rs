@@ -244,6 +244,23 @@ impl Validate for SimConfig {
                     .to_string(),
             ));
         }
-        self.workload.validate("workload")
+        self.workload.validate("workload")?;
+        // A mix runs each program on a core of its own, or all of them time-sliced on one
+        // core; an OS scheduler spreading more programs over fewer cores is not modelled.
+        if let WorkloadConfig::Mix(m) = &self.workload {
+            let members = m.members.len();
+            let cores = self.sim.cores as usize;
+            if cores > 1 && cores < members {
+                return Err(Error::config(
+                    "sim.cores",
+                    format!(
+                        "{cores} cores for the {members} programs of workload.members: a mix \
+                         runs one program per core (sim.cores >= {members}), or all of them \
+                         time-sliced on one core (sim.cores = 1)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }

@@ -28,6 +28,10 @@ pub struct Stats {
     /// Each core's own stats (multi-core systems only; the subtrees above are totals).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cores: Vec<PerCoreSnapshot>,
+    /// A multi-programmed mix on a core per program: each program's statistics at its quota
+    /// (absent otherwise, a mix time-sliced on one core included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mix: Option<MixSnapshot>,
     pub fast_forward: FastForwardSnapshot,
     pub verify: VerifySnapshot,
     pub epochs: Vec<EpochSample>,
@@ -119,6 +123,35 @@ pub struct PerCoreSnapshot {
     pub core: CoreSnapshot,
     pub mmu: MmuSnapshot,
     pub cache: PrivateCachesSnapshot,
+}
+
+/// The `mix` subtree: the programs of a multi-programmed mix, in member order.
+#[derive(Clone, Debug, Serialize)]
+pub struct MixSnapshot {
+    pub members: Vec<MixMemberSnapshot>,
+}
+
+/// One program of a mix, measured from the end of its own warm-up to its quota: what its
+/// weighted speed-up is computed from (`ipc` against the same program's on another system).
+#[derive(Clone, Debug, Serialize)]
+pub struct MixMemberSnapshot {
+    /// The program's workload (`gups`, `stream`, ...), its process and the core it ran on.
+    pub workload: String,
+    pub pid: u16,
+    pub core_index: u32,
+    /// Records it runs from its region of interest to its quota.
+    pub quota: u64,
+    /// Whether it reached it (a run stopped by `sim.max_instructions` may end first: then
+    /// the numbers are those at the end).
+    pub reached_quota: bool,
+    /// Times its stream ended and started again (before or after its quota).
+    pub restarts: u64,
+    pub instructions: u64,
+    pub cycles: u64,
+    pub ipc: f64,
+    /// Its core's own `core`, `mmu` and private caches at its quota.
+    #[serde(flatten)]
+    pub at_quota: PerCoreSnapshot,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -134,6 +134,35 @@ pub trait RecordSource {
     fn roi(&self) -> Roi {
         Roi::At(0)
     }
+
+    /// The programs of a multi-programmed source (a `mix`), handed over once so that a
+    /// system with a core for each runs every program from its own stream, on its own clock
+    /// (docs/architecture.md, "multi-core stepping"). The source gives them up: it is empty
+    /// afterwards. A source of one stream (one program, or the threads of one) has none.
+    fn programs(&mut self) -> Vec<Program> {
+        Vec::new()
+    }
+
+    /// Start the stream again from its first record, the program's memory staying mapped as
+    /// it is: what a program of a mix does when it ends before the others. Returns whether
+    /// the source can (by default it cannot).
+    fn restart(&mut self) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+/// One program of a multi-programmed source: its own stream of records (all of process
+/// `pid`, each naming core `core`), which can [`RecordSource::restart`].
+pub struct Program {
+    /// The workload's name (`gups`, `stream`, ...).
+    pub name: String,
+    pub pid: u16,
+    /// The core its records name: its position in the mix.
+    pub core: u8,
+    /// Records it runs from its region of interest before its statistics are taken (its
+    /// quota); it goes on running after that while other programs have not reached theirs.
+    pub quota: u64,
+    pub source: Box<dyn RecordSource>,
 }
 
 /// Where a source's region of interest begins.

@@ -1,28 +1,34 @@
 //! A multi-programmed mix: several workloads, each in its own process (own pid, own address
-//! space and page table), time-sharing the one simulated core round-robin, as Mosaic (seed
-//! 003) and SPARTA (seed 002) run co-located programs.
+//! space and page table), as Mosaic (seed 003) and SPARTA (seed 002) run co-located programs.
 //!
 //! Each member is a complete `[workload]` table (any built-in generator or a trace) built into
-//! its own process with a seed derived from the run seed and its position. The scheduler gives
-//! each member a slice of `quantum` instructions (its records' `instr_delta` plus one for the
+//! its own process with a seed derived from the run seed and its position. Member `i`'s
+//! records carry core `i`. Members are single-threaded: a member's `threads` must be 1.
+//!
+//! **A core per member.** A system with at least as many cores as members (and more than one)
+//! takes the members as programs of their own ([`RecordSource::programs`]): each core reads its
+//! member's stream on its own clock, each member runs `references / members` records (its
+//! quota) from its own region of interest, and a member whose stream ends starts it again
+//! ([`RecordSource::restart`]: built again with its seed, in the memory it has, each `mmap`
+//! answered with the address its first build got). The system does the rest
+//! (`sim/system/programs.rs`).
+//!
+//! **One core.** Otherwise the mix is one stream, time-sharing core 0: the scheduler gives each
+//! member a slice of `quantum` instructions (its records' `instr_delta` plus one for the
 //! memory instruction itself, none for a further operand of one; a slice ends after the record
 //! that reaches the quantum, or after the last operand of its instruction), then
 //! switches to the next member that still has records. Members that run out leave the rotation;
-//! the mix ends when all have, or after `references` records in total.
-//!
-//! The mix's region of interest begins once every member has reached its own (a member without
-//! set-up is there from its first record), and `references` counts from there: members that
-//! set up their data (the graph kernels) are fast-forwarded through it together.
-//!
-//! Member `i`'s records carry core `i`: on a multi-core system each member runs on its own core
-//! (the engine routes a record to core `core % cores`); on one core they all share core 0 as
-//! before. Members are single-threaded: a member's `threads` must be 1.
+//! the mix ends when all have, or after `references` records in total. The mix's region of
+//! interest begins once every member has reached its own (a member without set-up is there
+//! from its first record), and `references` counts from there: members that set up their data
+//! (the graph kernels) are fast-forwarded through it together.
 
 use super::WorkloadConfig;
+use crate::addr::{PageSize, VirtAddr, Vpn};
 use crate::error::{Error, Result};
-use crate::os::AddressSpaces;
+use crate::os::{AddressSpaces, MapKind, Vma};
 use crate::rng::{self, Rng};
-use crate::trace::{Record, RecordSource, Roi};
+use crate::trace::{Program, Record, RecordSource, Roi};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -31,10 +37,11 @@ pub struct MixConfig {
     /// The programs, each a full workload table (`[[workload.members]]`, with its `name`).
     #[serde(default = "default_members")]
     pub members: Vec<WorkloadConfig>,
-    /// Instructions per time slice.
+    /// Instructions per time slice (on one core).
     #[serde(default = "default_quantum")]
     pub quantum: u64,
-    /// Memory references to emit over all members.
+    /// Memory references over all members: on a core per member, each runs its share (its
+    /// quota); on one core, the interleaved stream's records.
     #[serde(default = "default_refs")]
     pub references: u64,
     /// When false, no member maps its memory at build time (overrides the members' own
@@ -132,11 +139,18 @@ pub fn build(cfg: &MixConfig, os: &mut dyn AddressSpaces, seed: u64) -> Result<M
             without_populate(m)?
         };
         let pid = os.spawn()?;
-        let source = super::build_into(&m, os, pid, member_seed(seed, i))?;
+        let seed = member_seed(seed, i);
+        let mut recorder = Recorder {
+            os,
+            maps: Vec::new(),
+        };
+        let source = super::build_into(&m, &mut recorder, pid, seed)?;
+        let maps = recorder.maps;
         members.push(Member {
             // A source without set-up says so before it is read.
             in_roi: source.roi() == Roi::At(0),
             source,
+            rebuild: Rebuild { cfg: m, seed, maps },
             pid,
             buf: Vec::with_capacity(MEMBER_BATCH),
             pos: 0,
@@ -166,8 +180,119 @@ const MAX_MEMBERS: usize = 256;
 /// Records read from a member at a time.
 const MEMBER_BATCH: usize = 4096;
 
+/// What building a member asked of the OS for memory: `mmap(pid, bytes, kind)` and the
+/// address it got, in order.
+type Maps = Vec<(u16, u64, MapKind, VirtAddr)>;
+
+/// The address spaces as a member's build sees them, noting its mappings (to restart it).
+struct Recorder<'a> {
+    os: &'a mut dyn AddressSpaces,
+    maps: Maps,
+}
+
+impl AddressSpaces for Recorder<'_> {
+    fn spawn(&mut self) -> Result<u16> {
+        self.os.spawn()
+    }
+    fn mmap(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<VirtAddr> {
+        let va = self.os.mmap(pid, bytes, kind)?;
+        self.maps.push((pid, bytes, kind, va));
+        Ok(va)
+    }
+    fn populate(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<()> {
+        self.os.populate(pid, va, bytes)
+    }
+    fn map_everything(&mut self, pid: u16) -> Result<()> {
+        self.os.map_everything(pid)
+    }
+    fn munmap(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<Vec<(Vpn, PageSize)>> {
+        self.os.munmap(pid, va, bytes)
+    }
+    fn processes(&self) -> usize {
+        self.os.processes()
+    }
+    fn vmas(&self, pid: u16) -> Result<Vec<Vma>> {
+        self.os.vmas(pid)
+    }
+    fn mapped_pages(&self, pid: u16) -> Result<[u64; 3]> {
+        self.os.mapped_pages(pid)
+    }
+}
+
+/// The address spaces as a restarting member's build sees them: its memory is there already.
+/// Each `mmap` returns the address the first build got for the same request; mapping pages
+/// (populate, a trace's whole address space) leaves them as they are now (a page the OS
+/// has swapped out stays out until touched).
+struct Replay<'a> {
+    maps: &'a Maps,
+    next: usize,
+    name: &'static str,
+}
+
+impl Replay<'_> {
+    fn differs(&self, what: &str) -> Error {
+        Error::Workload(format!(
+            "mix member `{}` cannot restart: its build asks {what}, which its first build did \
+             not",
+            self.name
+        ))
+    }
+}
+
+impl AddressSpaces for Replay<'_> {
+    fn spawn(&mut self) -> Result<u16> {
+        Err(self.differs("for a new process"))
+    }
+    fn mmap(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<VirtAddr> {
+        match self.maps.get(self.next) {
+            Some(&(p, b, k, va)) if (p, b, k) == (pid, bytes, kind) => {
+                self.next += 1;
+                Ok(va)
+            }
+            _ => Err(self.differs(&format!("for another mapping ({bytes} bytes, {kind:?})"))),
+        }
+    }
+    fn populate(&mut self, _: u16, _: VirtAddr, _: u64) -> Result<()> {
+        Ok(())
+    }
+    fn map_everything(&mut self, _: u16) -> Result<()> {
+        Ok(())
+    }
+    fn munmap(&mut self, _: u16, _: VirtAddr, _: u64) -> Result<Vec<(Vpn, PageSize)>> {
+        Err(self.differs("to unmap memory"))
+    }
+    fn processes(&self) -> usize {
+        0
+    }
+    fn vmas(&self, _: u16) -> Result<Vec<Vma>> {
+        Err(self.differs("for its VMAs"))
+    }
+    fn mapped_pages(&self, _: u16) -> Result<[u64; 3]> {
+        Err(self.differs("for its mapped pages"))
+    }
+}
+
+/// How to build a member's stream again, from its first record, in the memory it has.
+struct Rebuild {
+    cfg: WorkloadConfig,
+    seed: u64,
+    maps: Maps,
+}
+
+impl Rebuild {
+    fn build(&self, pid: u16) -> Result<Box<dyn RecordSource>> {
+        let mut os = Replay {
+            maps: &self.maps,
+            next: 0,
+            name: self.cfg.name(),
+        };
+        super::build_into(&self.cfg, &mut os, pid, self.seed)
+    }
+}
+
 struct Member {
     source: Box<dyn RecordSource>,
+    rebuild: Rebuild,
     pid: u16,
     buf: Vec<Record>,
     pos: usize,
@@ -176,6 +301,39 @@ struct Member {
     /// The member's records have reached its region of interest.
     in_roi: bool,
     done: bool,
+}
+
+/// One member as a program of its own (see [`RecordSource::programs`]): its stream with its
+/// pid and core, restarting from its first record on demand.
+struct MemberStream {
+    source: Box<dyn RecordSource>,
+    rebuild: Rebuild,
+    pid: u16,
+    core: u8,
+}
+
+impl RecordSource for MemberStream {
+    fn fill(&mut self, buf: &mut Vec<Record>) -> Result<()> {
+        self.source.fill(buf)?;
+        for r in buf.iter_mut() {
+            r.pid = self.pid;
+            r.core = self.core;
+        }
+        Ok(())
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        self.source.len_hint()
+    }
+
+    fn roi(&self) -> Roi {
+        self.source.roi()
+    }
+
+    fn restart(&mut self) -> Result<bool> {
+        self.source = self.rebuild.build(self.pid)?;
+        Ok(true)
+    }
 }
 
 /// The round-robin interleaving of the members' streams.
@@ -284,6 +442,31 @@ impl RecordSource for Mix {
 
     fn roi(&self) -> Roi {
         self.roi
+    }
+
+    /// The members, each from the start of its own stream (none read yet), with its own
+    /// region of interest; `references` and `quantum` are the system's to apply.
+    fn programs(&mut self) -> Vec<Program> {
+        let quota = self.budget.div_ceil(self.members.len().max(1) as u64);
+        std::mem::take(&mut self.members)
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| {
+                debug_assert_eq!(m.taken, 0, "handed out before it is read");
+                Program {
+                    name: m.rebuild.cfg.name().to_string(),
+                    pid: m.pid,
+                    core: i as u8,
+                    quota,
+                    source: Box::new(MemberStream {
+                        source: m.source,
+                        rebuild: m.rebuild,
+                        pid: m.pid,
+                        core: i as u8,
+                    }),
+                }
+            })
+            .collect()
     }
 }
 
@@ -444,6 +627,48 @@ mod tests {
         let mut os = small_os();
         let all = super::super::build(&WorkloadConfig::Mix(mix_cfg(TWO)), &mut os, 3).unwrap();
         assert_eq!(all.roi(), Roi::At(0));
+    }
+
+    #[test]
+    fn programs_are_handed_out_each_with_its_stream_and_restart_in_their_memory() {
+        let cfg = mix_cfg(TWO);
+        let mut os = small_os();
+        let mut mix = super::super::build(&WorkloadConfig::Mix(cfg.clone()), &mut os, 3).unwrap();
+        let vmas: Vec<usize> = (0..3).map(|p| os.vmas(p).unwrap().len()).collect();
+        let programs = mix.programs();
+        // The mix gave them up.
+        assert!(drain(mix.as_mut(), 100).is_empty());
+        let names: Vec<&str> = programs.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["kvstore", "sysbench-mem", "gups"]);
+        // 60000 references over three members.
+        assert!(programs.iter().all(|p| p.quota == 20_000));
+        for (i, mut p) in programs.into_iter().enumerate() {
+            assert_eq!((p.pid, p.core), (i as u16, i as u8));
+            // Its records are those it emits alone, with its pid and core.
+            let mut alone_os = small_os();
+            let mut alone =
+                super::super::build(&cfg.members[i], &mut alone_os, member_seed(3, i)).unwrap();
+            let alone = drain(alone.as_mut(), 1000);
+            let first = drain(p.source.as_mut(), 1000);
+            assert_eq!(first.len(), alone.len(), "member {i}");
+            let key = |r: &Record| (r.vaddr, r.op, r.instr_delta, r.dep);
+            assert!(
+                first.iter().map(key).eq(alone.iter().map(key)),
+                "member {i}"
+            );
+            assert!(first.iter().all(|r| (r.pid, r.core) == (i as u16, i as u8)));
+            // Started again, it emits the same records, at the same addresses, and maps
+            // nothing new.
+            assert!(p.source.restart().unwrap());
+            let again = drain(p.source.as_mut(), 1000);
+            assert!(
+                again.iter().map(key).eq(first.iter().map(key)),
+                "member {i}"
+            );
+            assert!(again.iter().all(|r| (r.pid, r.core) == (i as u16, i as u8)));
+        }
+        let after: Vec<usize> = (0..3).map(|p| os.vmas(p).unwrap().len()).collect();
+        assert_eq!(after, vmas);
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub enum WorkloadConfig {
     Kvstore(KvConfig),
     #[serde(rename = "sysbench-mem")]
     SysbenchMem(SysbenchConfig),
-    /// Several workloads in their own processes, time-sharing the core.
+    /// Several workloads in their own processes: a core each, or time-sharing one core.
     Mix(MixConfig),
     Bfs(BfsConfig),
     Pr(PrConfig),
@@ -162,7 +162,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ),
     (
         "mix",
-        "several workloads in their own processes, time-sharing the core round-robin",
+        "several programs in their own processes: a core each, or time-sharing one core",
     ),
     (
         "bfs",

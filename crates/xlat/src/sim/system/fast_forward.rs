@@ -89,6 +89,81 @@ impl<S: Scheme> System<S> {
         Ok(buf)
     }
 
+    /// [`System::fast_forward`] for the programs of a mix, each on its own core: each program
+    /// skips to its own region of interest (or its share of the instructions), one after
+    /// the other, and the last records of each (its share of the window) are replayed
+    /// interleaved, one of each program in turn. Each program's next record stays in its
+    /// buffer for the detailed run.
+    pub(super) fn fast_forward_programs(
+        &mut self,
+        progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
+    ) -> Result<()> {
+        let n = self.programs.len() as u64;
+        let budget = match self.cfg.sim.fast_forward {
+            FastForward::Instructions(0) => return Ok(()),
+            FastForward::Instructions(i) => Some(i.div_ceil(n)),
+            FastForward::Roi if self.programs.iter().all(|p| p.source.roi() == Roi::At(0)) => {
+                return Ok(())
+            }
+            FastForward::Roi => None,
+        };
+        self.fast_forwarding = true;
+        let window = self.cfg.sim.fast_forward_warm_records.div_ceil(n);
+        let window = usize::try_from(window).unwrap_or(usize::MAX);
+        let mut recents = Vec::with_capacity(self.programs.len());
+        let mut all_reached = true;
+        for p in 0..self.programs.len() {
+            let mut recent = VecDeque::with_capacity(window.min(1 << 20));
+            let mut instructions = 0;
+            let mut mapped = None;
+            loop {
+                let prog = &self.programs[p];
+                if prog.pos == prog.buf.len() {
+                    // A program that ends in its set-up starts again in the detailed run.
+                    if !self.refill(p, false)? {
+                        all_reached = false;
+                        break;
+                    }
+                    // Reading may have unmapped pages: nothing is known mapped.
+                    mapped = None;
+                    progress(self.skipped.records, None)?;
+                    continue;
+                }
+                let stop = match budget {
+                    Some(b) => instructions >= b,
+                    None => matches!(prog.source.roi(), Roi::At(at) if prog.position() >= at),
+                };
+                if stop {
+                    break;
+                }
+                let rec = prog.buf[prog.pos];
+                self.programs[p].pos += 1;
+                self.skip(&rec, &mut mapped)
+                    .map_err(|e| e.at_record(self.skipped.records))?;
+                instructions += u64::from(rec.instr_delta) + u64::from(!rec.joins_previous());
+                if window > 0 {
+                    if recent.len() == window {
+                        recent.pop_front();
+                    }
+                    recent.push_back(rec);
+                }
+            }
+            recents.push(recent);
+        }
+        self.skipped.reached_roi = budget.is_none() && all_reached;
+        let longest = recents.iter().map(VecDeque::len).max().unwrap_or(0);
+        let interleaved = (0..longest)
+            .flat_map(|k| recents.iter().filter_map(move |r| r.get(k).copied()))
+            .collect();
+        self.warm_up(interleaved)?;
+        self.fast_forwarding = false;
+        for unit in &mut self.cores {
+            unit.core.refetch_from(self.ff_clock);
+        }
+        self.reset_measurement();
+        Ok(())
+    }
+
     /// Skip one record: the OS maps its page if this is the first touch, nothing else.
     ///
     /// `mapped` is the 4 KiB page (with its process) of the record skipped before, which is

@@ -4,7 +4,7 @@
 //! loop is compiled once per scheme with no virtual calls.
 //!
 //! With several cores, records are routed to core `record.core % cores` and wait in that
-//! core's queue; the core whose clock ([`Core::now`]) is smallest steps next (ties: the lowest
+//! core's queue (a mix's programs are read by their own cores instead: `programs.rs`); the core whose clock ([`Core::now`]) is smallest steps next (ties: the lowest
 //! core), which is deterministic and keeps the cores' clocks close, so their accesses
 //! interleave in the shared caches and DRAM as they would in time.
 //!
@@ -13,6 +13,7 @@
 //! (each waits until the last of them has retired its work) and distribution resumes.
 
 mod fast_forward;
+mod programs;
 
 use super::SimConfig;
 use crate::addr::{PageSize, Pfn, PhysAddr, Vpn, BASE_PAGE_SHIFT, LINE_SHIFT};
@@ -31,15 +32,25 @@ use crate::stats::{
     PrivateCachesSnapshot, Stats, Summary, SystemSnapshot, VerifySnapshot, WalkSnapshot,
 };
 use crate::trace::{Op, Record, RecordSource, BATCH};
+use programs::ProgramRun;
 use std::collections::VecDeque;
+
+/// Instructions per cycle (0 before the first cycle).
+fn ipc(instructions: u64, cycles: u64) -> f64 {
+    if cycles == 0 {
+        0.0
+    } else {
+        instructions as f64 / cycles as f64
+    }
+}
 
 /// The parts of scheme `S` its cores' MMUs share.
 pub type SharedOf<S> = <<S as Scheme>::Mmu as MmuScheme>::Shared;
 
 /// Records a multi-core system may hold in its cores' queues before it stops reading ahead
 /// for a core that has none (a core that never gets records must not make the others buffer
-/// the whole source). 2 Mi records (48 MiB) hold a round of a four-program `mix` at its
-/// default quantum, so its programs overlap in time as on separate cores.
+/// the whole source): 2 Mi records (48 MiB). A `mix` on several cores does not queue: each
+/// core reads its own program (`programs.rs`).
 const MAX_QUEUED: usize = 1 << 21;
 
 /// One core of a system: its timing model, its MMU, the records waiting for it, and the
@@ -102,6 +113,9 @@ pub struct System<S: Scheme> {
     /// The parts of the scheme every core's MMU shares (a POM-TLB).
     pub shared: SharedOf<S>,
     source: Box<dyn RecordSource>,
+    /// The programs of a multi-programmed source, each read by its own core (empty when
+    /// the records come from `source` alone): see `programs.rs`.
+    programs: Vec<ProgramRun>,
     /// Instructions retired by all cores since boot.
     instructions: u64,
     /// The instruction count at which warm-up ends, an epoch is sampled or the run stops.
@@ -218,9 +232,23 @@ impl<S: Scheme> System<S> {
         make_source: impl FnOnce(&mut dyn AddressSpaces) -> Result<Box<dyn RecordSource>>,
     ) -> Result<System<S>> {
         let mut os = boot_os::<S>(&cfg)?;
-        let source = make_source(&mut os)?;
+        let mut source = make_source(&mut os)?;
         let ctx = build_ctx(&cfg);
         let n = cfg.sim.cores as usize;
+        // A mix on several cores: each program on its own (one core time-slices the
+        // interleaved stream instead).
+        let programs = if n > 1 { source.programs() } else { Vec::new() };
+        if programs.len() > n {
+            return Err(Error::config(
+                "sim.cores",
+                format!(
+                    "{n} cores for {} programs: a mix runs one program per core, or all of \
+                     them on one core",
+                    programs.len()
+                ),
+            ));
+        }
+        let programs = ProgramRun::all(programs, &cfg.sim);
         let inject_after = cfg.sim.verify_inject_after;
         if inject_after > 0 && <S::Mmu as MmuScheme>::PERFECT {
             return Err(Error::config(
@@ -250,6 +278,7 @@ impl<S: Scheme> System<S> {
             shared,
             os,
             source,
+            programs,
             instructions: 0,
             next_event: 0,
             warm: cfg.sim.warmup_instructions == 0,
@@ -674,7 +703,10 @@ impl<S: Scheme> System<S> {
         let sim = &self.cfg.sim;
         let mut next = u64::MAX;
         if !self.warm {
-            next = next.min(sim.warmup_instructions);
+            // Programs of a mix each end their own warm-up (`programs.rs`).
+            if self.programs.is_empty() {
+                next = next.min(sim.warmup_instructions);
+            }
         } else if sim.epoch_instructions > 0 {
             next = next.min(self.next_epoch);
         }
@@ -690,7 +722,7 @@ impl<S: Scheme> System<S> {
     fn events(&mut self) -> bool {
         let instr = self.instructions;
         let epoch = self.cfg.sim.epoch_instructions;
-        if !self.warm && instr >= self.cfg.sim.warmup_instructions {
+        if !self.warm && self.programs.is_empty() && instr >= self.cfg.sim.warmup_instructions {
             self.end_warmup();
             if epoch > 0 {
                 self.next_epoch = instr + epoch;
@@ -711,6 +743,11 @@ impl<S: Scheme> System<S> {
         &mut self,
         progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
     ) -> Result<Stats> {
+        if !self.programs.is_empty() {
+            self.fast_forward_programs(progress)?;
+            self.run_programs(progress)?;
+            return Ok(self.stats());
+        }
         let first = self.fast_forward(progress)?;
         if self.cores.len() == 1 {
             self.run_one_core(first, progress)?;
@@ -728,6 +765,13 @@ impl<S: Scheme> System<S> {
     /// would all be shot down at the next fault or migration, each with its IPIs.
     fn fill(&mut self, buf: &mut Vec<Record>) -> Result<()> {
         self.source.fill(buf)?;
+        self.drop_moved_translations();
+        Ok(())
+    }
+
+    /// After reading records: the cores that ran the processes whose pages the OS moved
+    /// meanwhile drop those pages' translations, at no cost (see [`System::fill`]).
+    fn drop_moved_translations(&mut self) {
         // One core keeps no list of the processes it ran.
         let one = self.cores.len() == 1;
         for (pid, vpn, size) in self.os.take_shootdowns() {
@@ -737,7 +781,6 @@ impl<S: Scheme> System<S> {
                 }
             }
         }
-        Ok(())
     }
 
     /// One core: every record in source order, no queues.
@@ -891,6 +934,24 @@ impl<S: Scheme> System<S> {
         self.barriers.barriers += 1;
     }
 
+    /// Core `i`'s own statistics as of now (`cores[i]`).
+    fn core_snapshot(&self, i: usize) -> PerCoreSnapshot {
+        let u = &self.cores[i];
+        PerCoreSnapshot {
+            core: CoreSnapshot {
+                instructions: u.instructions(),
+                cycles: u.cycles(),
+                ipc: ipc(u.instructions(), u.cycles()),
+                stats: u.core.stats.clone(),
+            },
+            mmu: u.mmu.snapshot(),
+            cache: PrivateCachesSnapshot {
+                l1d: self.mem.cache_of(i, Level::L1d).snapshot(),
+                l2: self.mem.cache_of(i, Level::L2).snapshot(),
+            },
+        }
+    }
+
     /// The stats tree as of now: totals over the cores, and each core's own when there are
     /// several.
     pub fn stats(&self) -> Stats {
@@ -912,7 +973,6 @@ impl<S: Scheme> System<S> {
         }
         let c = &mmu.counters;
         let walks = c.walks;
-        let ipc = |i: u64, c: u64| if c == 0 { 0.0 } else { i as f64 / c as f64 };
         let summary = Summary {
             ipc: ipc(instructions, cycles),
             instructions,
@@ -936,22 +996,8 @@ impl<S: Scheme> System<S> {
         let per_core = if self.cores.len() == 1 {
             Vec::new()
         } else {
-            self.cores
-                .iter()
-                .enumerate()
-                .map(|(i, u)| PerCoreSnapshot {
-                    core: CoreSnapshot {
-                        instructions: u.instructions(),
-                        cycles: u.cycles(),
-                        ipc: ipc(u.instructions(), u.cycles()),
-                        stats: u.core.stats.clone(),
-                    },
-                    mmu: u.mmu.snapshot(),
-                    cache: PrivateCachesSnapshot {
-                        l1d: self.mem.cache_of(i, Level::L1d).snapshot(),
-                        l2: self.mem.cache_of(i, Level::L2).snapshot(),
-                    },
-                })
+            (0..self.cores.len())
+                .map(|i| self.core_snapshot(i))
                 .collect()
         };
         Stats {
@@ -988,6 +1034,7 @@ impl<S: Scheme> System<S> {
                 barrier_wait_cycles: self.barriers.wait_cycles,
             },
             cores: per_core,
+            mix: self.mix_snapshot(),
             fast_forward: self.skipped,
             verify: VerifySnapshot {
                 enabled: self.cfg.sim.verify,
