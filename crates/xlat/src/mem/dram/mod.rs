@@ -4,8 +4,10 @@
 //! Every request reserves, at the cycle it is issued, what a real controller would use for it
 //! ([`calendar`]): its bank (row state; tRAS, tRP, tRCD, tRTP, tWR), its rank's activation
 //! window (tRRD_S/L, tFAW) and refresh (tREFI, tRFC), its bank group's column slots (tCCD_L),
-//! and its channel's command bus (one command per clock) and data bus (one burst at a time,
-//! with read/write turnarounds: tWTR_S/L, `rtw_turnaround`). A row hit therefore costs its bank
+//! and its channel's data bus (one burst at a time, with read/write turnarounds: tWTR_S/L,
+//! `rtw_turnaround`). The command bus is not booked on its own: column commands are a burst
+//! apart on the data bus, and an activate or precharge meeting another command would move by
+//! one clock. A row hit therefore costs its bank
 //! only a column slot, and consecutive hits stream at the bus's rate.
 //!
 //! Dirty lines the LLC evicts are writes ([`Dram::write`]): they wait in their channel's write
@@ -237,17 +239,55 @@ struct QueuedWrite {
 struct Channel {
     /// Bursts, tagged by [`burst_tag`].
     data_bus: Calendar,
-    /// Commands (precharge, activate, read, write), one clock each.
-    command_bus: Calendar,
     writes: Vec<QueuedWrite>,
+}
+
+/// A rank's refresh intervals: interval `k` begins at `offset + (k - 1) * trefi` with the
+/// refresh itself. The last interval asked about is remembered, so the division that finds
+/// one is made only when time has moved into another (requests come at nearby cycles).
+#[derive(Clone, Debug, Default)]
+struct RefreshClock {
+    trefi: u64,
+    offset: u64,
+    /// `(k, start)` of the last interval found.
+    last: std::cell::Cell<(u64, u64)>,
+}
+
+impl RefreshClock {
+    fn new(trefi: u64, offset: u64) -> RefreshClock {
+        RefreshClock {
+            trefi,
+            offset,
+            // Nothing found yet: no cycle is at or after the start.
+            last: std::cell::Cell::new((0, u64::MAX)),
+        }
+    }
+
+    /// `(k, start)` of the interval holding cycle `x` (`trefi > 0`); interval 0, before the
+    /// rank's first refresh, starts at 0 and holds no refresh.
+    #[inline]
+    fn interval(&self, x: u64) -> (u64, u64) {
+        let (k, start) = self.last.get();
+        if x >= start && x - start < self.trefi {
+            return (k, start);
+        }
+        let k = (x + self.trefi - self.offset) / self.trefi;
+        if k == 0 {
+            return (0, 0);
+        }
+        let start = self.offset + (k - 1) * self.trefi;
+        self.last.set((k, start));
+        (k, start)
+    }
 }
 
 /// One rank: its activates in order of time (with their bank group), for tRRD and tFAW.
 #[derive(Clone, Debug, Default)]
 struct Rank {
+    refresh: RefreshClock,
     acts: Vec<(u64, u64)>,
-    /// Its refresh windows begin at `refresh_offset + k * tREFI` (ranks are staggered).
-    refresh_offset: u64,
+    /// No activate before this cycle (older activates were dropped; see `calendar::KEEP`).
+    act_horizon: u64,
 }
 
 /// The data bus tag of a burst: its direction, rank and bank group, which the turnaround
@@ -332,9 +372,12 @@ impl Dram {
         let rank_state = (0..ranks)
             .map(|r| Rank {
                 acts: Vec::new(),
+                act_horizon: 0,
                 // Ranks of a channel refresh in turn, spread over the interval.
-                refresh_offset: (r as u64 % u64::from(cfg.ranks)) * timing.trefi
-                    / u64::from(cfg.ranks),
+                refresh: RefreshClock::new(
+                    timing.trefi,
+                    (r as u64 % u64::from(cfg.ranks)) * timing.trefi / u64::from(cfg.ranks),
+                ),
             })
             .collect();
         Dram {
@@ -513,9 +556,9 @@ impl Dram {
         if t.trefi == 0 {
             return x;
         }
-        let into = (x + t.trefi - self.rank_state[rank].refresh_offset) % t.trefi;
-        if into < t.trfc {
-            x + (t.trfc - into)
+        let (k, start) = self.rank_state[rank].refresh.interval(x);
+        if k > 0 && x < start + t.trfc {
+            start + t.trfc
         } else {
             x
         }
@@ -525,11 +568,10 @@ impl Dram {
     /// by the refresh that begins the next.
     #[inline]
     fn refresh_epoch(&self, rank: usize, x: u64) -> u64 {
-        let t = &self.timing;
-        if t.trefi == 0 {
+        if self.timing.trefi == 0 {
             return 0;
         }
-        (x + t.trefi - self.rank_state[rank].refresh_offset) / t.trefi
+        self.rank_state[rank].refresh.interval(x).0
     }
 
     /// The earliest activate at or after `at` in rank `rank` for bank group `group` that keeps
@@ -537,7 +579,7 @@ impl Dram {
     fn earliest_act(&self, rank: usize, group: u64, at: u64) -> u64 {
         let t = &self.timing;
         let acts = &self.rank_state[rank].acts;
-        let mut a = at;
+        let mut a = at.max(self.rank_state[rank].act_horizon);
         loop {
             let before = a;
             // tRRD: every activate within tRRD_L of `a`.
@@ -648,7 +690,7 @@ impl Dram {
                 .max(b.act + t.tras)
                 .max(b.last_read + t.trtp)
                 .max(b.last_write_end + t.twr);
-            let pre = self.command_slot(ch, rank, ready);
+            let pre = self.after_refresh(rank, ready);
             (RowOutcome::Conflict, Some(b.opener), pre + t.trp, Some(pre))
         } else {
             (RowOutcome::Empty, None, at, None)
@@ -656,10 +698,9 @@ impl Dram {
         let (act, cas) = loop {
             let mut act = act_from;
             loop {
-                let before = act;
-                act = self.earliest_act(rank, group, act);
-                act = self.command_slot(ch, rank, act);
-                if act == before {
+                let free = self.earliest_act(rank, group, act);
+                act = self.after_refresh(rank, free);
+                if act == free {
                     break;
                 }
             }
@@ -670,26 +711,21 @@ impl Dram {
             // A refresh would close the row between its activate and the access: after it.
             act_from = self.after_refresh(rank, cas);
         };
-        if let Some(pre) = pre {
-            self.channels[ch]
-                .command_bus
-                .book(pre, t.tck, 0, self.floor);
-        }
-        self.channels[ch]
-            .command_bus
-            .book(act, t.tck, 0, self.floor);
-        let acts = &mut self.rank_state[rank].acts;
-        let p = acts.partition_point(|&(x, _)| x <= act);
-        acts.insert(p, (act, group));
-        if acts.len() >= 256 {
-            // Activates a tFAW before the floor can constrain no one (bounded as calendars).
-            let ended = acts.partition_point(|&(x, _)| x + t.tfaw <= self.floor);
-            let drop = if acts.len() - ended >= 1 << 16 {
-                acts.len() / 2
+        let r = &mut self.rank_state[rank];
+        let p = r.acts.partition_point(|&(x, _)| x <= act);
+        r.acts.insert(p, (act, group));
+        if r.acts.len() >= 256 {
+            // Activates a tFAW before the floor can constrain no one; if the floor has not
+            // moved, the oldest half go below a horizon (as calendars do).
+            let ended = r.acts.partition_point(|&(x, _)| x + t.tfaw <= self.floor);
+            let drop = if r.acts.len() - ended >= 256 {
+                let half = r.acts.len() / 2;
+                r.act_horizon = r.act_horizon.max(r.acts[half - 1].0 + t.tfaw);
+                half
             } else {
                 ended
             };
-            acts.drain(..drop);
+            r.acts.drain(..drop);
         }
         self.book_cas(ch, group_i, cas, data_delay, tag);
         let b = &mut self.banks[bank];
@@ -706,24 +742,8 @@ impl Dram {
         (cas + data_delay + t.burst, outcome, closed)
     }
 
-    /// The earliest command-bus slot at or after `at` outside rank `rank`'s refresh.
-    #[inline]
-    fn command_slot(&self, ch: usize, rank: usize, at: u64) -> u64 {
-        let mut x = at;
-        loop {
-            let before = x;
-            x = self.after_refresh(rank, x);
-            x = self.channels[ch]
-                .command_bus
-                .earliest(x, self.timing.tck, 0, 0, |_, _| 0);
-            if x == before {
-                return x;
-            }
-        }
-    }
-
     /// The earliest column command at or after `at` in bank group `group_i` of `rank`: tCCD_L
-    /// after the group's others, a free command slot, and a data-bus slot `data_delay` later
+    /// after the group's others, outside a refresh, and a data-bus slot `data_delay` later
     /// with the turnarounds to the bursts around it.
     #[inline]
     fn earliest_cas(
@@ -741,14 +761,14 @@ impl Dram {
         let gap = |before: u32, after: u32| turnaround(t, before, after);
         let mut cas = at;
         loop {
-            let before = cas;
-            cas = self.groups[group_i].earliest(cas, t.tccd_l, 0, 0, |_, _| 0);
+            // Free in the bank group at `group`; if the bus and refresh agree, done.
+            let group = self.groups[group_i].earliest(cas, t.tccd_l, 0, 0, |_, _| 0);
             cas = self.channels[ch]
                 .data_bus
-                .earliest(cas + data_delay, slot, tag, max_gap, gap)
+                .earliest(group + data_delay, slot, tag, max_gap, gap)
                 - data_delay;
-            cas = self.command_slot(ch, rank, cas);
-            if cas == before {
+            cas = self.after_refresh(rank, cas);
+            if cas == group {
                 return cas;
             }
         }
@@ -760,9 +780,7 @@ impl Dram {
         let t = self.timing;
         let floor = self.floor;
         self.groups[group_i].book(cas, t.tccd_l, 0, floor);
-        let channel = &mut self.channels[ch];
-        channel.command_bus.book(cas, t.tck, 0, floor);
-        channel
+        self.channels[ch]
             .data_bus
             .book(cas + data_delay, t.burst.max(t.tccd_s), tag, floor);
         self.stats.data_bus_cycles += t.burst;
