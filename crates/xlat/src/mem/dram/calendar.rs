@@ -26,7 +26,7 @@ pub(super) struct Calendar {
 /// Bookings after a request's time that [`Calendar::earliest`] looks between for room; past
 /// them it books after the last one. A burst of requests for one cycle then costs each a
 /// bounded search, at the price of a gap further on.
-const SEARCH: usize = 64;
+const SEARCH: usize = 16;
 /// Bookings kept: past twice this many, those that ended before every core's clock (the
 /// floor) are dropped, and if the floor has not moved (a page copy books thousands of lines
 /// at one cycle), the oldest half, below a horizon no later request may book before. A
