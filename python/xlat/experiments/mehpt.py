@@ -772,12 +772,20 @@ def _fig9s_direction(df: pd.DataFrame, values: Mapping[str, float]) -> bool:
     )
     cycles = frame.pivot_table(index=["footprint", "fault"], columns="design", values="cycles")
     gain = cycles["ECPT"] / cycles["ME-HPT"]
-    # Never slower; strictly faster on the larger footprint (the smaller one may not grow its
-    # tables at all at tiny scale, so both designs do the same work).
-    if not all(ascending(1.0, g) for g in gain):
-        return False
+    # Never slower; strictly faster on the larger footprint. The smaller one may not grow its
+    # tables at all at tiny scale, so both designs do the same work (the same walks and
+    # page-table DRAM reads), and their cycles differ only by where their tables sit in DRAM:
+    # the data reads' queueing at the banks and bus moves by a few thousand cycles between the
+    # two (tiny, 1 MB, f=500: 235,666 vs 233,356 queue cycles; 0.17% of the run the other way).
+    # The checks on it allow that much.
     size_of = dict(zip(ok["workload"], ok["config.workload.table_bytes"].astype(int), strict=False))
     largest = max(gain.index.get_level_values(0), key=size_of.__getitem__)
+
+    def slack(footprint: str) -> float:
+        return 1e-9 if footprint == largest else 0.005
+
+    if not all(ascending(1.0, g, slack=slack(fp)) for (fp, _), g in gain.items()):
+        return False
     if not all(ascending(1.0, g, strict=True) for g in gain.loc[largest]):
         return False
     # Against the presets' cost only: between the two cheapest costs the gain need not grow
@@ -785,7 +793,7 @@ def _fig9s_direction(df: pd.DataFrame, values: Mapping[str, float]) -> bool:
     for footprint in gain.index.get_level_values(0).unique():
         by_fault = gain.loc[footprint]
         presets = by_fault[max(FIG9S_FAULT_CYCLES)]
-        if not all(ascending(presets, g, slack=1e-9) for g in by_fault):
+        if not all(ascending(presets, g, slack=slack(footprint)) for g in by_fault):
             return False
     return True
 
@@ -1212,17 +1220,15 @@ register(
         "cheaper faults than the presets' 5000 cycles (paper: 1.09x over ECPT at its, "
         "unstated, fault cost)",
         direction_check=_fig9s_direction,
-        direction_not_shown={
-            "tiny": "an open finding: since DRAM is timed by the datasheet (write-backs, bus, "
-            "bank groups, refresh), ME-HPT is no longer faster than ECPT at every setting of "
-            "20k references; not yet traced to its mechanism",
-        },
         notes=NOTES_COMMON + " A companion to mehpt-fig9: where the paper's 1.09x and 1.23x "
         "can and cannot come from in our model. GUPS only (the paper's largest ways), at the "
         "scale's footprint and one 16x smaller, with os.minor_fault_cycles = 0, 500 and 5000 "
         "(the presets' value). 'PT work' is the page-table allocation (§III) and rehash cycles "
         "charged to faults, as a share of the cycles of all the run's cores (elapsed cycles "
-        "times cores: at paper scale eight threads fault at once).",
+        "times cores: at paper scale eight threads fault at once). On the smaller footprint, "
+        "where at tiny scale neither table grows past its first size (the same walks and table "
+        "reads), the direction allows ME-HPT 0.5% of slack: the data reads' DRAM queueing moves "
+        "by that much between two placements of the tables.",
         overrides={"sim.warmup_instructions": 0},
     )
 )
