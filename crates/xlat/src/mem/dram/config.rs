@@ -396,7 +396,6 @@ impl DramConfig {
 /// DRAM timings converted to core cycles (each rounded up separately).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct DramTiming {
-    pub tck: u64,
     pub tcl: u64,
     pub tcwl: u64,
     pub trcd: u64,
@@ -430,7 +429,6 @@ impl DramTiming {
     pub fn new(cfg: &DramConfig, core_ghz: f64) -> DramTiming {
         let cycles = |n: u32| to_core_cycles(f64::from(n) * cfg.tck_ns, core_ghz);
         DramTiming {
-            tck: cycles(1).max(1),
             tcl: cycles(cfg.tcl),
             tcwl: cycles(cfg.tcwl),
             trcd: cycles(cfg.trcd),

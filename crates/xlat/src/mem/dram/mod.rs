@@ -305,7 +305,6 @@ pub struct Dram {
     banks_per_rank: u64,
     /// `bank_groups - 1`: a bank's group is its low bits.
     group_mask: u64,
-    bank_groups: u64,
     /// Indexed by `Field::index()`.
     fields: [FieldDecode; 5],
     /// `banks_per_rank - 1` with `bank_xor` (the row bits folded into the bank), else 0.
@@ -385,7 +384,6 @@ impl Dram {
             ranks: cfg.ranks.into(),
             banks_per_rank: cfg.banks.into(),
             group_mask: u64::from(cfg.bank_groups) - 1,
-            bank_groups: cfg.bank_groups.into(),
             fields,
             bank_bits: cfg.banks.trailing_zeros(),
             bank_xor_mask: if cfg.bank_xor {
@@ -628,7 +626,7 @@ impl Dram {
         let t = self.timing;
         let rank = self.rank_index(c);
         let group = c.bank & self.group_mask;
-        let group_i = rank * self.bank_groups as usize + group as usize;
+        let group_i = rank * (self.group_mask as usize + 1) + group as usize;
         let ch = c.channel as usize;
         let b = self.banks[bank];
         let data_delay = if write { t.tcwl } else { t.tcl };
