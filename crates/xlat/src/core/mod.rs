@@ -225,6 +225,9 @@ pub struct Core {
     dispatch_cycle: u64,
     dispatch_slots_used: u64,
     last_retire: u64,
+    /// When the store dispatched last leaves the store buffer: stores commit to the L1D in
+    /// order, each once it has retired and its line has arrived (write-allocate).
+    last_store_commit: u64,
     /// The instruction dispatched last is a memory instruction (a further operand may join
     /// it); false at the start and after non-memory instructions.
     last_was_memory: bool,
@@ -296,6 +299,7 @@ impl Core {
             dispatch_cycle: 0,
             dispatch_slots_used: 0,
             last_retire: 0,
+            last_store_commit: 0,
             last_was_memory: false,
             retire_ring: Ring::longer_than(rob),
             memory_retire: 0,
@@ -524,21 +528,27 @@ impl Core {
     }
 
     /// The memory instruction issued last was translated by `data_at` and has its data
-    /// `data_latency` later. A load completes then; a store once translated (the store
-    /// buffer drains the write in the background).
+    /// `data_latency` later. A load completes then; a store once translated, and it holds its
+    /// store-queue entry until it commits: after it retires and its line has arrived, in
+    /// order with the stores before it (so the store queue bounds the store misses in flight).
     #[inline(always)]
     pub fn complete_access(&mut self, data_at: u64, data_latency: u64, is_store: bool) {
-        let complete = if is_store {
-            data_at + 1
-        } else {
-            data_at + data_latency
-        };
-        self.complete_memory(complete, is_store)
+        let filled = data_at + data_latency;
+        let complete = if is_store { data_at + 1 } else { filled };
+        self.complete(complete, is_store, filled)
     }
 
-    /// The memory instruction issued last completes at `complete`.
+    /// The memory instruction issued last completes at `complete` (a store's line arrives
+    /// then too).
     #[inline(always)]
     pub fn complete_memory(&mut self, complete: u64, is_store: bool) {
+        self.complete(complete, is_store, complete)
+    }
+
+    /// [`Core::complete_access`]: the instruction completes at `complete`, its line is in the
+    /// L1D at `filled`.
+    #[inline(always)]
+    fn complete(&mut self, complete: u64, is_store: bool, filled: u64) {
         let h = &mut self.deps;
         h.completions[(h.records as usize) % DEP_WINDOW] = complete;
         h.records += 1;
@@ -553,7 +563,8 @@ impl Core {
         self.retire_ring.set(self.instr - 1, self.last_retire);
         self.memory_retire = self.last_retire;
         if is_store {
-            self.sq.retire_last(self.last_retire);
+            self.last_store_commit = self.last_store_commit.max(self.last_retire).max(filled);
+            self.sq.retire_last(self.last_store_commit);
         } else if self.lq.pool.is_some() {
             // Freed when the data returns (`lq_release = "data"`).
             self.lq.retire_last(complete);
@@ -652,6 +663,28 @@ mod tests {
         let cycles = independent(&mut c, 64, 0, 100, true);
         assert!((800..=820).contains(&cycles), "{cycles}");
         assert!(c.stats.sq_stall_cycles > 0 && c.stats.lq_stall_cycles == 0);
+    }
+
+    #[test]
+    fn a_store_holds_its_entry_until_its_line_arrives() {
+        // 64 store misses of 100 cycles through an 8-entry SQ: a store completes (and retires)
+        // once translated, but commits to the L1D only when its line is there, so the queue
+        // lets 8 misses be in flight: 8 rounds of 100 cycles, as for loads.
+        let mut c = queues(4, 224, 224, 8, CoreModel::Ooo);
+        for _ in 0..64 {
+            let t = c.issue_memory(0, 0, true, false);
+            c.complete_access(t, 100, true);
+        }
+        let cycles = c.cycles();
+        assert!((700..=820).contains(&cycles), "{cycles}");
+        assert!(c.stats.sq_stall_cycles >= 6 * 95, "{:?}", c.stats);
+        // Store hits commit as they retire: no stall.
+        let mut c = queues(4, 224, 224, 8, CoreModel::Ooo);
+        for _ in 0..64 {
+            let t = c.issue_memory(0, 0, true, false);
+            c.complete_access(t, 1, true);
+        }
+        assert!(c.cycles() < 40, "{}", c.cycles());
     }
 
     #[test]

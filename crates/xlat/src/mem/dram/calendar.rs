@@ -23,10 +23,6 @@ pub(super) struct Calendar {
     horizon: u64,
 }
 
-/// Bookings after a request's time that [`Calendar::earliest`] looks between for room; past
-/// them it books after the last one. A burst of requests for one cycle then costs each a
-/// bounded search, at the price of a gap further on.
-const SEARCH: usize = 16;
 /// Bookings kept: past twice this many, those that ended before every core's clock (the
 /// floor) are dropped, and if the floor has not moved (a page copy books thousands of lines
 /// at one cycle), the oldest half, below a horizon no later request may book before. A
@@ -56,7 +52,8 @@ impl Calendar {
             b.partition_point(|e| e.end + max_gap <= at)
         };
         let mut s = at;
-        for e in b[first..].iter().take(SEARCH) {
+        // At most 2 * KEEP bookings: the scan is bounded by what is kept.
+        for e in &b[first..] {
             if e.start >= s + len + gap(tag, e.tag) {
                 // Fits before `e`; every booking before `e` was accounted for below.
                 return s;
@@ -64,11 +61,6 @@ impl Calendar {
             if e.end + gap(e.tag, tag) > s {
                 s = e.end + gap(e.tag, tag);
             }
-        }
-        if b.len() - first > SEARCH {
-            // No room among the first bookings after `at`: after the last one.
-            let last = b[b.len() - 1];
-            s = s.max(last.end + gap(last.tag, tag));
         }
         s
     }
