@@ -761,24 +761,48 @@ impl<S: MmuScheme> Mmu<S> {
         let table = tables.table(f.pid)?;
         let (found, end) = self.walk_once(f.va, asid, table, tables, resume, mem);
         self.counters.translation_cycles += end - resume;
-        let (pfn, size) = found.ok_or_else(fail)?;
+        let mapping = found.ok_or_else(fail)?;
+        Ok(self.fault_walked(
+            &f,
+            mapping,
+            (table, tables.store()),
+            end,
+            Found::Fault { resume },
+            mem,
+            shared,
+        ))
+    }
+
+    /// The translation of fault `f`, which a walk ending at `end` found mapped to
+    /// `(pfn, size)`: its walker is busy until then and the TLBs take the mapping.
+    #[allow(clippy::too_many_arguments)]
+    fn fault_walked(
+        &mut self,
+        f: &FaultRequest,
+        (pfn, size): (Pfn, PageSize),
+        table: (&S::Table, &PtStore),
+        end: u64,
+        found: Found,
+        mem: &mut Hierarchy,
+        shared: &mut S::Shared,
+    ) -> Translation {
         self.walk_found(
             f.slot,
             f.va,
-            asid,
+            f.pid,
             f.op,
             (pfn, size),
-            (table, tables.store()),
+            table,
             end,
             mem,
             shared,
         );
-        Ok(Translation {
+        Translation {
             paddr: translate(f.va, pfn, size),
             size,
             latency: end - f.issued,
-            found: Found::Fault { resume },
-        })
+            found,
+        }
     }
 
     /// Complete a faulting translation in the walk that found the page unmapped
@@ -809,26 +833,24 @@ impl<S: MmuScheme> Mmu<S> {
             }
             None => mapped,
         };
-        if !S::PERFECT {
-            self.counters.translation_cycles += penalty;
-            self.walk_found(
-                f.slot,
-                f.va,
-                f.pid,
-                f.op,
-                (pfn, size),
-                (table, tables.store()),
-                end,
-                mem,
-                shared,
-            );
+        if S::PERFECT {
+            return Ok(Translation {
+                paddr: translate(f.va, pfn, size),
+                size,
+                latency: end - f.issued,
+                found: Found::Walk,
+            });
         }
-        Ok(Translation {
-            paddr: translate(f.va, pfn, size),
-            size,
-            latency: end - f.issued,
-            found: Found::Walk,
-        })
+        self.counters.translation_cycles += penalty;
+        Ok(self.fault_walked(
+            &f,
+            (pfn, size),
+            (table, tables.store()),
+            end,
+            Found::Walk,
+            mem,
+            shared,
+        ))
     }
 
     /// Drop every cached translation of the given pages (after munmap or migration).
