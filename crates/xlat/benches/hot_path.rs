@@ -1,5 +1,6 @@
 //! Benchmarks of the reference hot path: one TLB lookup, and one full simulated reference
-//! (translation + data access + core model) on baseline-radix for GUPS and STREAM.
+//! (translation + data access + core model) on baseline-radix for GUPS and STREAM, and one
+//! DRAM request on its own.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
@@ -58,5 +59,37 @@ fn full_reference(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, tlb_lookup, full_reference);
+/// One DRAM request of a GUPS-like stream on baseline-radix's DRAM: random lines over 4 GiB
+/// issued about 40 cycles apart. `in_order`: reads only, each at its call's cycle; `gups`: a
+/// write-back for every second read (a dirty victim), and reads issued up to 400 cycles early
+/// (the out-of-order window of a core's loads).
+fn dram_request(c: &mut Criterion) {
+    use xlat::addr::PhysAddr;
+    use xlat::mem::dram::{Dram, Requester};
+    let cfg = xlat::SimConfig::load("baseline-radix", &[]).unwrap();
+    for (name, writes, jitter) in [("in_order", false, 1), ("gups", true, 400)] {
+        let mut dram = Dram::new(&cfg.dram, cfg.core.frequency_ghz);
+        let mut rng = xlat::rng::Rng::new(7, 0);
+        let mut now = 1000u64;
+        let mut n = 0u64;
+        c.bench_function(&format!("dram_request_{name}"), |b| {
+            b.iter(|| {
+                n += 1;
+                now += 40;
+                let line = PhysAddr(rng.below(1 << 26) << 6);
+                if writes && n.is_multiple_of(3) {
+                    dram.write(line, now);
+                } else {
+                    let at = now - rng.below(jitter);
+                    black_box(dram.access(line, at, Requester::Data));
+                }
+                if n.is_multiple_of(64) {
+                    dram.set_floor(now - 1000);
+                }
+            })
+        });
+    }
+}
+
+criterion_group!(benches, tlb_lookup, full_reference, dram_request);
 criterion_main!(benches);

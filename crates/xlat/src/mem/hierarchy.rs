@@ -7,6 +7,7 @@
 use super::cache::{Cache, CacheHierarchyConfig, CacheSnapshot, Lookup};
 use super::dram::{Dram, Requester};
 use super::kind::MemKind;
+use super::sorted::{count_while, count_while_back};
 use crate::addr::PhysAddr;
 use crate::mem::dram::DramConfig;
 use serde::{Deserialize, Serialize};
@@ -219,31 +220,6 @@ impl Mshrs {
             at -= 1;
         }
         self.held.insert(at, (from, until));
-    }
-}
-
-/// Steps taken one at a time before [`count_while`] bisects.
-const NEAR: usize = 4;
-
-/// How many items at the front of `items` satisfy `pred`, which holds for a prefix of them:
-/// the first few are tried in turn, the rest bisected.
-#[inline(always)]
-fn count_while<T>(items: &[T], pred: impl Fn(&T) -> bool) -> usize {
-    let near = items.len().min(NEAR);
-    match items[..near].iter().position(|x| !pred(x)) {
-        Some(k) => k,
-        None => near + items[near..].partition_point(pred),
-    }
-}
-
-/// How many items at the back of `items` satisfy `pred`, which holds for a suffix of them.
-#[inline(always)]
-fn count_while_back<T>(items: &[T], pred: impl Fn(&T) -> bool) -> usize {
-    let near = items.len().min(NEAR);
-    let far = items.len() - near;
-    match items[far..].iter().rev().position(|x| !pred(x)) {
-        Some(k) => k,
-        None => near + (far - items[..far].partition_point(|x| !pred(x))),
     }
 }
 
@@ -626,18 +602,6 @@ mod tests {
         assert_eq!(h.mshr_stats.waits, waits);
         h.access(PhysAddr(6 * 8192), MemKind::DATA, false, 1001, Level::L1d);
         assert_eq!(h.mshr_stats.waits, waits + 1);
-    }
-
-    #[test]
-    fn counts_from_either_end_agree_with_a_filter() {
-        for len in 0..20u64 {
-            let items: Vec<u64> = (0..len).map(|i| i * 3).collect();
-            for t in 0..3 * len + 2 {
-                let below = items.iter().filter(|&&x| x <= t).count();
-                assert_eq!(count_while(&items, |&x| x <= t), below, "{len} {t}");
-                assert_eq!(count_while_back(&items, |&x| x > t), items.len() - below);
-            }
-        }
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod dram;
 pub mod hierarchy;
 pub mod kind;
 pub mod physmem;
+mod sorted;
 
 pub use hierarchy::{Hierarchy, Level, Timing};
 pub use kind::MemKind;

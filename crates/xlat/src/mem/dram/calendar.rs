@@ -7,6 +7,8 @@
 //! before bookings made by earlier calls for later times if they leave room. Nothing booked
 //! moves: a request called later never delays one already scheduled.
 
+use crate::mem::sorted::partition_point_back;
+
 /// One booking: `[start, end)` and a tag the gap rule reads (a burst's direction and rank).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Booking {
@@ -45,12 +47,8 @@ impl Calendar {
         let b = &self.booked;
         let at = at.max(self.horizon);
         // Bookings that end (with any gap) by `at` cannot constrain it: ends are in order too.
-        // Most requests come after everything booked, so look at the back first.
-        let first = if b.last().is_none_or(|l| l.end + max_gap <= at) {
-            b.len()
-        } else {
-            b.partition_point(|e| e.end + max_gap <= at)
-        };
+        // Most requests come after all but the last few bookings: search from the back.
+        let first = partition_point_back(b, |e| e.end + max_gap <= at);
         let mut s = at;
         // At most 2 * KEEP bookings: the scan is bounded by what is kept.
         for e in &b[first..] {
@@ -69,11 +67,7 @@ impl Calendar {
     #[inline]
     pub fn book(&mut self, start: u64, len: u64, tag: u32, floor: u64) {
         let b = &mut self.booked;
-        let at = if b.last().is_none_or(|l| l.start <= start) {
-            b.len()
-        } else {
-            b.partition_point(|e| e.start <= start)
-        };
+        let at = partition_point_back(b, |e| e.start <= start);
         b.insert(
             at,
             Booking {

@@ -34,6 +34,7 @@ mod tests;
 pub use config::{DramConfig, DramTiming, DEFAULT_MAPPING};
 
 use crate::addr::{PhysAddr, LINE_SHIFT};
+use crate::mem::sorted::partition_point_back;
 use calendar::Calendar;
 use config::{parse_mapping, Field};
 use serde::Serialize;
@@ -530,7 +531,7 @@ impl Dram {
     fn drain(&mut self, ch: usize, now: u64) {
         let mut writes = std::mem::take(&mut self.channels[ch].writes);
         let n = writes.len() - self.write_low;
-        writes[..n].sort_by_key(|w| (w.bank, w.coord.row, w.at));
+        writes[..n].sort_unstable_by_key(|w| (w.bank, w.coord.row, w.at));
         for w in &writes[..n] {
             let (_, outcome, _) =
                 self.schedule(&w.coord, w.bank, now.max(w.at), true, Requester::Data);
@@ -562,53 +563,64 @@ impl Dram {
         }
     }
 
-    /// Which refresh interval of rank `rank` cycle `x` is in: a row opened in one is closed
-    /// by the refresh that begins the next.
+    /// Whether no refresh of rank `rank` falls in `(earlier, later]` (`earlier <= later`): a
+    /// row opened at `earlier` is still open at `later`. Only `later`'s interval is looked
+    /// up; it is the recent one, which the refresh clock has at hand.
     #[inline]
-    fn refresh_epoch(&self, rank: usize, x: u64) -> u64 {
+    fn same_refresh(&self, rank: usize, earlier: u64, later: u64) -> bool {
         if self.timing.trefi == 0 {
-            return 0;
+            return true;
         }
-        self.rank_state[rank].refresh.interval(x).0
+        let (k, start) = self.rank_state[rank].refresh.interval(later);
+        k == 0 || earlier >= start
     }
 
     /// The earliest activate at or after `at` in rank `rank` for bank group `group` that keeps
     /// tRRD_S/L to every other activate of the rank and at most four in any tFAW.
+    ///
+    /// The gaps between the rank's activates are tried in order of time from `at`'s. In a
+    /// gap, the activates before it bound the activate from below (tRRD to each, tFAW to the
+    /// fourth before); it fits if it then keeps tRRD to the activates after it and every
+    /// window of five holding it spans tFAW. Requests mostly come after every activate: one
+    /// gap, the last.
     fn earliest_act(&self, rank: usize, group: u64, at: u64) -> u64 {
         let t = &self.timing;
         let acts = &self.rank_state[rank].acts;
+        let rrd = |g: u64| if g == group { t.trrd_l } else { t.trrd_s };
         let mut a = at.max(self.rank_state[rank].act_horizon);
+        // `a` goes after `acts[..p]` and before `acts[p..]`.
+        let mut p = partition_point_back(acts, |&(x, _)| x <= a);
         loop {
-            let before = a;
-            // tRRD: every activate within tRRD_L of `a`.
-            let from = acts.partition_point(|&(x, _)| x + t.trrd_l <= a);
-            for &(x, g) in &acts[from..] {
-                if x >= a + t.trrd_l {
+            for &(x, g) in acts[..p].iter().rev() {
+                if x + t.trrd_l <= a {
                     break;
                 }
-                let rrd = if g == group { t.trrd_l } else { t.trrd_s };
-                if x + rrd > a && a + rrd > x {
-                    a = x + rrd;
-                }
+                a = a.max(x + rrd(g));
             }
-            // tFAW: with `a` at position p, each five consecutive activates span tFAW.
-            let p = acts.partition_point(|&(x, _)| x <= a);
-            if p >= 4 && a < acts[p - 4].0 + t.tfaw {
-                a = acts[p - 4].0 + t.tfaw;
+            if p >= 4 {
+                a = a.max(acts[p - 4].0 + t.tfaw);
             }
-            for k in 1..=4usize {
-                // Five consecutive: 4 - k before `a`, `a`, k after.
-                if p + k > acts.len() || p + k < 5 {
-                    continue;
-                }
-                let first = if k < 4 { acts[p + k - 4].0 } else { a };
-                if acts[p + k - 1].0 < first + t.tfaw {
-                    a = a.max(acts[p + k - 1].0 + 1);
-                }
-            }
-            if a == before {
+            let in_gap = acts.get(p).is_none_or(|&(x, _)| a < x);
+            let rrd_after = || {
+                acts[p..]
+                    .iter()
+                    .take_while(|&&(x, _)| x < a + t.trrd_l)
+                    .all(|&(x, g)| a + rrd(g) <= x)
+            };
+            // The windows of five holding `a`: `4 - k` activates before it, `k` after.
+            let faw_after = || {
+                (1..=4usize).all(|k| {
+                    if p + k > acts.len() || p + k < 4 {
+                        return true;
+                    }
+                    let first = if k < 4 { acts[p + k - 4].0 } else { a };
+                    acts[p + k - 1].0 >= first + t.tfaw
+                })
+            };
+            if in_gap && rrd_after() && faw_after() {
                 return a;
             }
+            p += 1;
         }
     }
 
@@ -637,7 +649,7 @@ impl Dram {
         let mut hit = None;
         if b.open_row == c.row {
             let cas = self.earliest_cas(ch, group_i, rank, at.max(b.act + t.trcd), data_delay, tag);
-            if self.refresh_epoch(rank, cas) == self.refresh_epoch(rank, b.act) {
+            if self.same_refresh(rank, b.act, cas) {
                 hit = Some(cas);
             }
         } else if b.prev_row == c.row && at < b.prev_close {
@@ -654,9 +666,7 @@ impl Dram {
             } else {
                 cas + t.trtp
             };
-            if done <= b.prev_close
-                && self.refresh_epoch(rank, cas) == self.refresh_epoch(rank, b.prev_act)
-            {
+            if done <= b.prev_close && self.same_refresh(rank, b.prev_act, cas) {
                 // Served in the old row's time: the bank's state is not the one it changes.
                 self.book_cas(ch, group_i, cas, data_delay, tag);
                 return (cas + data_delay + t.burst, RowOutcome::Hit, None);
@@ -681,8 +691,7 @@ impl Dram {
         } else {
             at.max(b.act)
         };
-        let open =
-            b.open_row != NO_ROW && self.refresh_epoch(rank, at) == self.refresh_epoch(rank, b.act);
+        let open = b.open_row != NO_ROW && self.same_refresh(rank, b.act, at);
         let (outcome, closed, mut act_from, pre) = if open {
             let ready = at
                 .max(b.act + t.tras)
@@ -703,14 +712,14 @@ impl Dram {
                 }
             }
             let cas = self.earliest_cas(ch, group_i, rank, act + t.trcd, data_delay, tag);
-            if self.refresh_epoch(rank, cas) == self.refresh_epoch(rank, act) {
+            if self.same_refresh(rank, act, cas) {
                 break (act, cas);
             }
             // A refresh would close the row between its activate and the access: after it.
             act_from = self.after_refresh(rank, cas);
         };
         let r = &mut self.rank_state[rank];
-        let p = r.acts.partition_point(|&(x, _)| x <= act);
+        let p = partition_point_back(&r.acts, |&(x, _)| x <= act);
         r.acts.insert(p, (act, group));
         if r.acts.len() >= 256 {
             // Activates a tFAW before the floor can constrain no one; if the floor has not

@@ -592,7 +592,45 @@ fn unknown_keys_are_rejected_and_defaults_apply() {
     assert!(err.to_string().contains("tfaw"), "{err}");
 }
 
+/// Whether an activate of bank group `group` at `a` keeps tRRD_S/L to every activate in
+/// `acts` (in order of time) and at most four in any tFAW: the definitions, checked directly.
+fn activate_allowed(t: &DramTiming, acts: &[(u64, u64)], group: u64, a: u64) -> bool {
+    let rrd_ok = acts.iter().all(|&(x, g)| {
+        let rrd = if g == group { t.trrd_l } else { t.trrd_s };
+        a.abs_diff(x) >= rrd
+    });
+    let mut all: Vec<u64> = acts.iter().map(|&(x, _)| x).collect();
+    let p = all.partition_point(|&x| x <= a);
+    all.insert(p, a);
+    rrd_ok && all.windows(5).all(|w| w[4] - w[0] >= t.tfaw)
+}
+
 proptest! {
+    /// The earliest activate a rank allows is the first cycle, from the request's on, that
+    /// the definitions of tRRD_S/L and tFAW allow, whatever activates are booked around it.
+    #[test]
+    fn the_earliest_activate_is_the_first_the_definitions_allow(
+        booked in prop::collection::vec((0u64..300, 0u64..4), 0..24),
+        asks in prop::collection::vec((0u64..320, 0u64..4), 1..8),
+    ) {
+        let cfg = DramConfig { channels: 1, ranks: 1, ..simple() };
+        let mut d = Dram::new(&cfg, 1.0);
+        let t = *d.timing();
+        // Book activates as the model books them (so the list is itself allowed), each at
+        // the first allowed cycle from a random one.
+        for &(from, group) in &booked {
+            let a = (from..).find(|&a| activate_allowed(&t, &d.rank_state[0].acts, group, a)).unwrap();
+            let acts = &mut d.rank_state[0].acts;
+            let p = acts.partition_point(|&(x, _)| x <= a);
+            acts.insert(p, (a, group));
+        }
+        for &(from, group) in &asks {
+            let acts = &d.rank_state[0].acts;
+            let want = (from..).find(|&a| activate_allowed(&t, acts, group, a)).unwrap();
+            prop_assert_eq!(d.earliest_act(0, group, from), want, "{:?}", acts);
+        }
+    }
+
     /// Over any stream of reads and writes, issued in any order of time: the data bus never
     /// carries two bursts at once (so never more than its peak over any window), every read
     /// takes at least its unloaded latency, and the counts add up.
