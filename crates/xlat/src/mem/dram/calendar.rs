@@ -17,12 +17,18 @@ pub(super) struct Booking {
     pub tag: u32,
 }
 
-/// Bookings in order of time, none overlapping.
-#[derive(Clone, Debug, Default)]
+/// Bookings of one length in order of time, none overlapping.
+#[derive(Clone, Debug)]
 pub(super) struct Calendar {
     booked: Vec<Booking>,
+    /// Every booking's length.
+    len: u64,
     /// Nothing may be booked before this cycle (bookings before it were dropped).
     horizon: u64,
+    /// No free interval between bookings from this cycle on is a booking long: a request
+    /// from here on can only go after the last booking. Under load the bookings pack, and
+    /// a request then takes no scan.
+    packed_from: u64,
 }
 
 /// Bookings kept: past twice this many, those that ended before every core's clock (the
@@ -32,20 +38,38 @@ pub(super) struct Calendar {
 /// costs timing only in such bursts, and never lets two bookings overlap.
 const KEEP: usize = 512;
 impl Calendar {
-    /// The earliest start `s >= at` of a booking `len` long tagged `tag` that overlaps none,
-    /// where a booking tagged `a` followed by one tagged `b` must leave `gap(a, b)` idle
-    /// cycles between them (at most `max_gap`).
+    /// An empty calendar of bookings `len` cycles long.
+    pub fn new(len: u64) -> Calendar {
+        Calendar {
+            booked: Vec::new(),
+            len,
+            horizon: 0,
+            packed_from: 0,
+        }
+    }
+
+    /// The earliest start `s >= at` of a booking tagged `tag` that overlaps none, where a
+    /// booking tagged `a` followed by one tagged `b` must leave `gap(a, b)` idle cycles
+    /// between them (at most `max_gap`): after every booking before it, and before the next.
+    /// (A gap is a turnaround of the bus, so the next booking ends it; the longest, tWTR,
+    /// is a rank's and could reach past the next booking when that is another rank's.)
     #[inline]
-    pub fn earliest(
-        &self,
-        at: u64,
-        len: u64,
-        tag: u32,
-        max_gap: u64,
-        gap: impl Fn(u32, u32) -> u64,
-    ) -> u64 {
+    pub fn earliest(&self, at: u64, tag: u32, max_gap: u64, gap: impl Fn(u32, u32) -> u64) -> u64 {
         let b = &self.booked;
         let at = at.max(self.horizon);
+        let len = self.len;
+        if at >= self.packed_from {
+            // Nothing fits before the last booking: after it, and the gaps the last few
+            // (those ending within `max_gap` of it) ask for.
+            let mut s = at;
+            for e in b.iter().rev() {
+                if e.end + max_gap <= s {
+                    break;
+                }
+                s = s.max(e.end + gap(e.tag, tag));
+            }
+            return s;
+        }
         // Bookings that end (with any gap) by `at` cannot constrain it: ends are in order too.
         // Most requests come after all but the last few bookings: search from the back.
         let first = partition_point_back(b, |e| e.end + max_gap <= at);
@@ -65,14 +89,19 @@ impl Calendar {
 
     /// Book `[start, start + len)`, which [`Calendar::earliest`] found free.
     #[inline]
-    pub fn book(&mut self, start: u64, len: u64, tag: u32, floor: u64) {
+    pub fn book(&mut self, start: u64, tag: u32, floor: u64) {
         let b = &mut self.booked;
         let at = partition_point_back(b, |e| e.start <= start);
+        if at == b.len() && b.last().is_none_or(|l| start >= l.end + self.len) {
+            // A new last booking after room for another: the packed bookings begin with it.
+            // (A booking between others only narrows a free interval.)
+            self.packed_from = start;
+        }
         b.insert(
             at,
             Booking {
                 start,
-                end: start + len,
+                end: start + self.len,
                 tag,
             },
         );
@@ -99,50 +128,77 @@ impl Calendar {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn takes_the_first_gap_that_fits() {
-        let mut c = Calendar::default();
+        let mut c = Calendar::new(4);
         let none = |_: u32, _: u32| 0;
-        assert_eq!(c.earliest(10, 4, 0, 0, none), 10);
-        c.book(10, 4, 0, 0);
-        c.book(20, 4, 0, 0);
+        assert_eq!(c.earliest(10, 0, 0, none), 10);
+        c.book(10, 0, 0);
+        c.book(20, 0, 0);
         // Before, between (a 6-cycle gap holds a 4-cycle booking), after.
-        assert_eq!(c.earliest(0, 4, 0, 0, none), 0);
-        assert_eq!(c.earliest(8, 4, 0, 0, none), 14);
-        assert_eq!(c.earliest(15, 4, 0, 0, none), 15);
-        assert_eq!(c.earliest(17, 4, 0, 0, none), 24);
-        assert_eq!(c.earliest(12, 7, 0, 0, none), 24);
+        assert_eq!(c.earliest(0, 0, 0, none), 0);
+        assert_eq!(c.earliest(8, 0, 0, none), 14);
+        assert_eq!(c.earliest(15, 0, 0, none), 15);
+        assert_eq!(c.earliest(17, 0, 0, none), 24);
         // A gap rule: tag 1 after tag 0 needs 3 idle cycles.
         let rule = |a: u32, b: u32| if a == 0 && b == 1 { 3 } else { 0 };
-        assert_eq!(c.earliest(14, 2, 1, 3, rule), 17);
-        assert_eq!(c.earliest(14, 4, 1, 3, rule), 27);
-        c.book(14, 4, 0, 0);
+        assert_eq!(c.earliest(14, 1, 3, rule), 27);
+        c.book(14, 0, 0);
         assert_eq!(
             c.bookings().iter().map(|b| b.start).collect::<Vec<_>>(),
             [10, 14, 20]
         );
+        // Packed from 14 on: a request at 15 goes after the last booking, 24.
+        assert_eq!(c.earliest(15, 0, 0, none), 24);
+        assert_eq!(c.earliest(15, 1, 3, rule), 27);
     }
 
     #[test]
     fn old_bookings_are_dropped_in_order() {
-        let mut c = Calendar::default();
+        let mut c = Calendar::new(5);
         for i in 0..(4 * KEEP as u64) {
-            c.book(i * 10, 5, 0, i * 10);
+            c.book(i * 10, 0, i * 10);
             assert!(c.bookings().len() < 2 * KEEP);
         }
         // With the floor held at 0, the oldest half goes, below a horizon nothing may book
         // before.
-        let mut held = Calendar::default();
+        let mut held = Calendar::new(5);
         for i in 0..(4 * KEEP as u64) {
-            held.book(i * 10, 5, 0, 0);
+            held.book(i * 10, 0, 0);
             assert!(held.bookings().len() < 2 * KEEP);
         }
         let first = held.bookings()[0].start;
         assert!(first > 0);
-        assert!(held.earliest(0, 1, 0, 0, |_, _| 0) >= first - 5);
+        assert!(held.earliest(0, 0, 0, |_, _| 0) >= first - 5);
         let b = c.bookings();
         assert!(b.windows(2).all(|w| w[0].end <= w[1].start));
         assert_eq!(b.last().unwrap().start, (4 * KEEP as u64 - 1) * 10);
+    }
+
+    proptest! {
+        /// Every request gets the first start, from its own cycle on, that keeps its gap
+        /// after every booking before it and before the next booking: the definition,
+        /// checked start by start.
+        #[test]
+        fn each_request_gets_the_first_start_the_rules_allow(
+            len in 1u64..6,
+            rule in prop::collection::vec(0u64..8, 9),
+            asks in prop::collection::vec((0u64..400, 0u32..3), 1..120),
+        ) {
+            let gap = |a: u32, b: u32| rule[(a * 3 + b) as usize];
+            let max_gap = *rule.iter().max().unwrap();
+            let mut c = Calendar::new(len);
+            for &(at, tag) in &asks {
+                let allowed = |s: u64| {
+                    let next = c.bookings().iter().find(|e| e.end + gap(e.tag, tag) > s);
+                    next.is_none_or(|n| s + len + gap(tag, n.tag) <= n.start)
+                };
+                let want = (at..).find(|&s| allowed(s)).unwrap();
+                prop_assert_eq!(c.earliest(at, tag, max_gap, gap), want);
+                c.book(want, tag, 0);
+            }
+        }
     }
 }

@@ -236,7 +236,7 @@ struct QueuedWrite {
 }
 
 /// One channel: its buses and write queue.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Channel {
     /// Bursts, tagged by [`burst_tag`].
     data_bus: Calendar,
@@ -394,8 +394,14 @@ impl Dram {
             },
             banks: vec![Bank::CLOSED; ranks * cfg.banks as usize],
             rank_state,
-            groups: vec![Calendar::default(); ranks * cfg.bank_groups as usize],
-            channels: vec![Channel::default(); channels],
+            groups: vec![Calendar::new(timing.tccd_l); ranks * cfg.bank_groups as usize],
+            channels: vec![
+                Channel {
+                    data_bus: Calendar::new(timing.burst.max(timing.tccd_s)),
+                    writes: Vec::new(),
+                };
+                channels
+            ],
             write_high: cfg.write_high as usize,
             write_low: cfg.write_low as usize,
             floor: 0,
@@ -763,16 +769,15 @@ impl Dram {
         tag: u32,
     ) -> u64 {
         let t = &self.timing;
-        let slot = t.burst.max(t.tccd_s);
         let max_gap = t.twtr_l + t.tcl;
         let gap = |before: u32, after: u32| turnaround(t, before, after);
         let mut cas = at;
         loop {
             // Free in the bank group at `group`; if the bus and refresh agree, done.
-            let group = self.groups[group_i].earliest(cas, t.tccd_l, 0, 0, |_, _| 0);
+            let group = self.groups[group_i].earliest(cas, 0, 0, |_, _| 0);
             cas = self.channels[ch]
                 .data_bus
-                .earliest(group + data_delay, slot, tag, max_gap, gap)
+                .earliest(group + data_delay, tag, max_gap, gap)
                 - data_delay;
             cas = self.after_refresh(rank, cas);
             if cas == group {
@@ -786,10 +791,10 @@ impl Dram {
     fn book_cas(&mut self, ch: usize, group_i: usize, cas: u64, data_delay: u64, tag: u32) {
         let t = self.timing;
         let floor = self.floor;
-        self.groups[group_i].book(cas, t.tccd_l, 0, floor);
+        self.groups[group_i].book(cas, 0, floor);
         self.channels[ch]
             .data_bus
-            .book(cas + data_delay, t.burst.max(t.tccd_s), tag, floor);
+            .book(cas + data_delay, tag, floor);
         self.stats.data_bus_cycles += t.burst;
     }
 
