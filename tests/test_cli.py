@@ -313,8 +313,20 @@ def test_workloads_lists_every_builtin_with_footprint(run_cli) -> None:
     assert all(w["footprint_bytes"] > 0 and "[workload]" in w["defaults"] for w in catalog)
     text = _ok(run_cli("workloads", "-v"))
     assert "table_bytes = 4294967296" in text
+    # Every column has a header, and a '?' in the host column is explained under the table.
+    assert text.splitlines()[0].split() == ["workload", "footprint", "host", "description"]
+    assert any(w["host_bytes"] is None for w in catalog)
+    assert "'?': this workload has no formula" in text
     gups = next(w for w in catalog if w["name"] == "gups")
     assert 0 < gups["host_bytes"] < gups["footprint_bytes"]
+
+
+def test_reproduce_list_aligns_its_columns(run_cli) -> None:
+    lines = _ok(run_cli("reproduce", "--list")).splitlines()
+    assert len(lines) > 10
+    # The citation column starts at one offset, past the longest id.
+    starts = {line.index(line.split()[1]) for line in lines}
+    assert len(starts) == 1 and min(len(line.split()[0]) for line in lines) < starts.pop() - 2
 
 
 @pytest.mark.engine

@@ -347,14 +347,20 @@ def _cmd_workloads(args: argparse.Namespace) -> int:
     if args.json:
         _print(json.dumps(catalog, indent=2))
         return 0
-    lines = [f"{'workload':<14}{'footprint':>12}      {'host':>9}"]
+    lines = [f"{'workload':<14}{'footprint':>12}      {'host':>9}  description"]
+    unknown_host = False
     for w in catalog:
         size = w["footprint_bytes"] / 2**20
         host = w["host_bytes"]
+        unknown_host |= host is None
         host_text = "?" if host is None else f"{host / 2**30:,.1f} GiB"
         lines.append(f"{w['name']:<14}{size:>12,.0f} MiB  {host_text:>9}  {w['description']}")
         if args.verbose:
             lines.extend("    " + line for line in w["defaults"].strip().splitlines())
+    lines.append("\nfootprint: virtual memory the workload allocates at its defaults; host: the host")
+    lines.append("memory a run is estimated to take")
+    if unknown_host:
+        lines[-1] += " ('?': this workload has no formula for it yet)"
     _print("\n".join(lines))
     return 0
 
@@ -537,8 +543,10 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from .report import write_report
 
     if args.list or not args.id:
-        for rep in experiments.reproductions():
-            _print(f"{rep.id:<16} {rep.paper} {rep.figure}: {rep.title}")
+        reps = experiments.reproductions()
+        width = max(len(rep.id) for rep in reps)
+        for rep in reps:
+            _print(f"{rep.id:<{width}}  {rep.paper} {rep.figure}: {rep.title}")
         return 0
     scale = "tiny" if args.tiny else "quick" if args.quick else args.scale
     ids = [r.id for r in experiments.reproductions()] if args.id == "all" else [args.id]

@@ -1,6 +1,6 @@
 //! Resolving a config: presets, `extends`, `--set` overrides, deserialisation with key paths.
 
-use super::{presets, Validate};
+use super::{presets, suggest, Validate};
 use crate::error::{Error, Result};
 use serde::de::DeserializeOwned;
 use std::path::Path;
@@ -87,7 +87,8 @@ fn read_spec(spec: &str) -> Result<(String, String)> {
         return Err(Error::file(
             spec,
             format!(
-                "no such preset or file (presets: {})",
+                "no such preset or file{} (presets: {})",
+                suggest::did_you_mean(spec, presets::names().iter().copied()),
                 presets::names().join(", ")
             ),
         ));
@@ -112,7 +113,13 @@ fn resolve_table(spec: &str, depth: usize) -> Result<Table> {
     match table.get("extends") {
         None => Ok(table),
         Some(Value::String(base)) => {
-            let mut merged = resolve_table(base, depth + 1)?;
+            // A base that does not exist is an error of the file that names it.
+            let mut merged = resolve_table(base, depth + 1).map_err(|e| match e {
+                Error::File { file, msg } if file == *base => {
+                    Error::file(spec, format!("extends = \"{base}\": {msg}"))
+                }
+                other => other,
+            })?;
             merge(&mut merged, table);
             Ok(merged)
         }
@@ -199,7 +206,7 @@ fn deserialize<T: DeserializeOwned>(table: Table, spec: &str) -> Result<T> {
     let de = toml::Deserializer::parse(&text).map_err(|e| Error::file(spec, e.to_string()))?;
     serde_path_to_error::deserialize(de).map_err(|e| {
         let key = e.path().to_string();
-        let msg = e.inner().message().to_string();
+        let msg = with_suggestion(e.inner().message());
         Error::config(
             if key == "." {
                 String::from("<root>")
@@ -209,6 +216,32 @@ fn deserialize<T: DeserializeOwned>(table: Table, spec: &str) -> Result<T> {
             msg,
         )
     })
+}
+
+/// serde's "unknown variant `x`, expected one of `a`, `b`, ..." (or field), with the closest
+/// of the expected names suggested.
+fn with_suggestion(msg: &str) -> String {
+    let ticked = |text: &str| -> Vec<String> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    let Some(rest) = ["unknown variant `", "unknown field `"]
+        .iter()
+        .find_map(|p| msg.strip_prefix(p))
+    else {
+        return msg.to_string();
+    };
+    let Some((name, expected)) = rest.split_once('`') else {
+        return msg.to_string();
+    };
+    let known = ticked(expected);
+    format!(
+        "{msg}{}",
+        suggest::did_you_mean(name, known.iter().map(String::as_str))
+    )
 }
 
 #[cfg(test)]
@@ -237,6 +270,34 @@ mod tests {
         for name in presets::names() {
             load(name, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
+    }
+
+    #[test]
+    fn misspelt_names_get_a_suggestion() {
+        let s = load("utopai", &[]).unwrap_err().to_string();
+        assert!(s.contains("did you mean `utopia`?"), "{s}");
+        let s = load("utopia", &["workload.name=gupz".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            s.contains("workload.name") && s.contains("did you mean `gups`?"),
+            "{s}"
+        );
+        let s = load("baseline-radix", &["mmu.l2tlb.unified.entires=5".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(s.contains("did you mean `entries`?"), "{s}");
+        // An unknown base in a file is that file's error.
+        let dir = std::env::temp_dir().join(format!("xlat-extends-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("mine.toml");
+        std::fs::write(&file, "extends = \"utopai\"\n").unwrap();
+        let s = load(file.to_str().unwrap(), &[]).unwrap_err().to_string();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            s.contains("mine.toml") && s.contains("extends = \"utopai\"") && s.contains("`utopia`"),
+            "{s}"
+        );
     }
 
     #[test]

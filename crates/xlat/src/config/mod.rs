@@ -10,6 +10,7 @@
 
 mod load;
 pub mod presets;
+mod suggest;
 
 pub use load::{load, load_with, parse_override};
 
