@@ -224,6 +224,19 @@ def test_multi_programmed_mix_on_four_cores_verifies_and_repeats(run_cli) -> Non
     assert json.loads(_ok(run_cli(*args))) == first, "same seed, same stats"
 
 
+@pytest.mark.engine
+def test_a_mix_on_more_cores_than_programs_says_so(run_cli) -> None:
+    done = run_cli("run", "-c", "baseline-radix", "-w", "mix", "--cores", "4", "--refs", "20k")
+    assert done.returncode == 0, done.stderr
+    assert "note: the mix has 2 programs" in done.stderr and "of 4 ran nothing" in done.stderr
+    # The summary names the cores and gives each one's IPC.
+    assert "cores" in done.stdout and "core 3 IPC" in done.stdout
+    # --json keeps stdout pure JSON; the note stays on stderr.
+    done = run_cli("run", "-w", "mix", "--cores", "4", "--refs", "20k", "--json")
+    assert json.loads(done.stdout)["system"]["cores"] == 4 and "note:" in done.stderr
+
+
+@pytest.mark.engine
 def test_multi_threaded_gups_on_four_cores_verifies(run_cli) -> None:
     stats = json.loads(
         _ok(

@@ -118,3 +118,12 @@ def test_verify_says_how_many_translations_it_checked() -> None:
     line = next(x for x in format_summary(stats).splitlines() if "verified" in x)
     assert "1,234,567" in line and line.endswith("translations")
     assert _value_column(line) == _value_column(format_summary(stats).splitlines()[3])
+
+
+def test_several_cores_show_each_cores_ipc() -> None:
+    stats = dict(make_stats())
+    stats["cores"] = [{"core": {"ipc": 0.5}}, {"core": {"ipc": 0.25}}]
+    text = format_summary(stats)
+    assert "cores" in text and "core 0 IPC" in text and "0.250" in text
+    # One core: no per-core lines.
+    assert "core 0 IPC" not in format_summary(make_stats())

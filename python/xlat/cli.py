@@ -211,17 +211,32 @@ def _cmd_run(args: argparse.Namespace) -> int:
         progress=_progress(args),
         overrides=overrides,
     )
+    stats = json.loads(text)
+    _note_idle_cores(stats)
     if args.json:
         _print(text)
         summary = None
     else:
-        summary = format_summary(json.loads(text))
+        summary = format_summary(stats)
         _print(summary)
     if args.out:
         if summary is None:
-            summary = format_summary(json.loads(text))
+            summary = format_summary(stats)
         _write_text(os.path.join(args.out, "summary.txt"), summary)
     return 0
+
+
+def _note_idle_cores(stats: dict) -> None:
+    """Say so (on stderr) when a mix had fewer programs than cores: the others sat idle."""
+    members = stats.get("mix", {}).get("members") or []
+    cores = stats.get("system", {}).get("cores", 1)
+    if members and cores > len(members):
+        n = len(members)
+        idle = f"core {n}" if n == cores - 1 else f"cores {n}-{cores - 1}"
+        sys.stderr.write(
+            f"note: the mix has {n} programs, one per core: {idle} of {cores} ran nothing "
+            "(workload.members lists the programs)\n"
+        )
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -357,7 +372,9 @@ def _cmd_workloads(args: argparse.Namespace) -> int:
         lines.append(f"{w['name']:<14}{size:>12,.0f} MiB  {host_text:>9}  {w['description']}")
         if args.verbose:
             lines.extend("    " + line for line in w["defaults"].strip().splitlines())
-    lines.append("\nfootprint: virtual memory the workload allocates at its defaults; host: the host")
+    lines.append(
+        "\nfootprint: virtual memory the workload allocates at its defaults; host: the host"
+    )
     lines.append("memory a run is estimated to take")
     if unknown_host:
         lines[-1] += " ('?': this workload has no formula for it yet)"

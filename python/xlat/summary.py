@@ -77,11 +77,11 @@ def format_summary(stats: Mapping[str, Any], title: str | None = None) -> str:
         title: first line; defaults to ``"<workload> on <scheme>"``.
 
     Returns:
-        Several lines (no trailing newline): IPC, instructions, cycles, L1/L2 TLB MPKI, page
-        walks, average walk latency, walk references by the level that served them (count and
-        share), page faults, DRAM row-buffer hit rate, the translations checked (with
-        ``--verify``) and the instructions fast-forwarded before the measurement (when there
-        were any).
+        Several lines (no trailing newline): IPC (and each core's, with several cores),
+        instructions, cycles, L1/L2 TLB MPKI, page walks, average walk latency, walk references
+        by the level that served them (count and share), page faults, DRAM row-buffer hit rate,
+        the translations checked (with ``--verify``) and the instructions fast-forwarded before
+        the measurement (when there were any).
     """
     s = _summary_of(stats)
     scheme = str(stats.get("scheme", "?"))
@@ -91,6 +91,13 @@ def format_summary(stats: Mapping[str, Any], title: str | None = None) -> str:
     lines.append(f"  {'scheme':<{_LABEL_WIDTH}}{scheme}")
     lines.append(f"  {'workload':<{_LABEL_WIDTH}}{workload}")
     lines.append(_line("IPC", _fmt_float(s.get("ipc"), 3)))
+    cores = stats.get("cores")
+    if isinstance(cores, list) and len(cores) > 1:
+        # The total IPC of several cores hides a slow one: each core's beside it.
+        lines.append(_line("cores", str(len(cores))))
+        for i, core in enumerate(cores):
+            ipc = core.get("core", {}).get("ipc") if isinstance(core, Mapping) else None
+            lines.append(_line(f"  core {i} IPC", _fmt_float(ipc, 3)))
     lines.append(_line("instructions", _fmt_int(s.get("instructions"))))
     lines.append(_line("cycles", _fmt_int(s.get("cycles"))))
     lines.append(_line("L1 TLB MPKI", _fmt_float(s.get("l1tlb_mpki"), 2)))
