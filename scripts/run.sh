@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Set up (venv + pip install .) and run the main job: the quick reproduction set of the seed
-# papers' figures xlat covers so far (Utopia Figs 1-6, 9, 11-21; Gandhi Fig 11 native; ME-HPT
-# Tables I-II and Figs 8-16), each figure drawn in the paper's style with our numbers beside the
-# published ones, and one HTML report of it all.
+# Set up (venv + pip install .) and run the main job: every reproduction `xlat reproduce --list`
+# names (Utopia Figs 1-6, 9, 11-21 and its TAR cache; Gandhi et al. Figs 11-13, Table II and
+# self-ballooning; ME-HPT Tables I-II and Figs 8-16), at quick scale, each figure drawn in the
+# paper's style with our numbers beside the published ones, and one HTML report of it all.
 #
 #   bash scripts/run.sh                     # out/reproduce/report.html (about 9.5 minutes after the build)
 #   XLAT_SCALE=tiny bash scripts/run.sh     # seconds: a smoke test of the whole pipeline

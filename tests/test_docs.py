@@ -128,7 +128,6 @@ def check_toml(text: str, cwd: Path, where: str) -> None:
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_example_of_the_page_runs(page: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    namespace: dict = {"__name__": "__docs__"}
     for line, lang, text in blocks(page):
         where = f"{page.relative_to(ROOT)}:{line}"
         if lang in ("bash", "sh"):
@@ -139,7 +138,8 @@ def test_every_example_of_the_page_runs(page: Path, tmp_path: Path, monkeypatch)
         elif lang == "python":
             if any(module in text for module in SKIP_PYTHON):
                 continue
-            run_python(text, namespace, where)
+            # Each snippet on its own, as a reader pastes it: it imports what it uses.
+            run_python(text, {"__name__": "__docs__"}, where)
         elif lang == "toml":
             check_toml(text, tmp_path, where)
 
