@@ -87,7 +87,7 @@ class FakeCore(types.ModuleType):
         overrides: list[str],
         trace: str | None,
         out: str | None,
-        progress: bool,
+        progress: Any,
     ) -> str:
         self._record("run", config, list(overrides), trace, out, progress)
         stats = self.stats_by_config.get(config) or make_stats(scheme=config)

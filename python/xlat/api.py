@@ -29,6 +29,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Union
 
+from .progress import ProgressArg
+from .progress import close as close_progress
+from .progress import for_engine as progress_for_engine
+
 __all__ = [
     "DEFAULT_CONFIG",
     "EngineMissingError",
@@ -247,7 +251,7 @@ def run_json(
     *,
     trace: PathLike | None = None,
     out: PathLike | None = None,
-    progress: bool = False,
+    progress: ProgressArg = None,
     overrides: Overrides = None,
     **kwargs: Any,
 ) -> str:
@@ -257,13 +261,17 @@ def run_json(
     deterministic: the same config and seed give byte-identical text).
     """
     ovr = build_overrides(workload, overrides, **kwargs)
-    return engine().run(
-        os.fspath(config),
-        ovr,
-        None if trace is None else os.fspath(trace),
-        None if out is None else os.fspath(out),
-        bool(progress),
-    )
+    shown = progress_for_engine(progress)
+    try:
+        return engine().run(
+            os.fspath(config),
+            ovr,
+            None if trace is None else os.fspath(trace),
+            None if out is None else os.fspath(out),
+            shown,
+        )
+    finally:
+        close_progress(shown)
 
 
 def run(
@@ -272,7 +280,7 @@ def run(
     *,
     trace: PathLike | None = None,
     out: PathLike | None = None,
-    progress: bool = False,
+    progress: ProgressArg = None,
     overrides: Overrides = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
@@ -285,7 +293,11 @@ def run(
             ``None`` keeps the config's own workload.
         trace: run this trace file instead of the config's workload.
         out: directory to write ``stats.json`` and ``config.toml`` (the resolved config) into.
-        progress: draw a progress bar on stderr while simulating.
+        progress: how to show progress while simulating. ``None`` (default): a bar in a
+            notebook or on a terminal, otherwise a line on stderr every minute
+            (``XLAT_PROGRESS_SECONDS``), which a short run never prints; ``True`` or
+            ``"bar"``: a bar on stderr; ``"lines"``: the lines; ``False``: nothing; a callable:
+            called with ``(done, total)`` references a few times a second.
         overrides: extra overrides, a mapping with dotted keys (``{"mmu.walkers": 4}``)
             or a list of raw ``"key=value"`` strings.
         **kwargs: overrides as keywords, ``"__"`` separating levels
@@ -451,18 +463,22 @@ def record_trace(
     config: PathLike = DEFAULT_CONFIG,
     workload: str | None = None,
     *,
-    progress: bool = False,
+    progress: ProgressArg = None,
     overrides: Overrides = None,
     **kwargs: Any,
 ) -> int:
     """Write the records of a workload to a native ``.xtr`` trace at ``out``.
 
     The workload and its parameters come from the config and overrides exactly as for
-    :func:`run` (``workload__scale=22``); the trace's metadata records them. Returns the number
-    of records written.
+    :func:`run` (``workload__scale=22``); the trace's metadata records them; ``progress`` as
+    for :func:`run`. Returns the number of records written.
     """
     ovr = build_overrides(workload, overrides, **kwargs)
-    return int(engine().record_trace(os.fspath(config), ovr, os.fspath(out), bool(progress)))
+    shown = progress_for_engine(progress)
+    try:
+        return int(engine().record_trace(os.fspath(config), ovr, os.fspath(out), shown))
+    finally:
+        close_progress(shown)
 
 
 def convert_trace(src: PathLike, dst: PathLike) -> int:

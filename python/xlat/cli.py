@@ -177,12 +177,21 @@ def _overrides(args: argparse.Namespace) -> list[str]:
 
 
 def _progress(args: argparse.Namespace) -> bool:
+    """A bar counting a sweep's runs: on a terminal, unless --no-progress."""
     if getattr(args, "no_progress", False):
         return False
     try:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def _run_progress(args: argparse.Namespace) -> str:
+    """A simulation's progress on stderr: a bar on a terminal, else a line every minute (a
+    pipe or a CI log: a long run is not silent); nothing with --no-progress."""
+    if getattr(args, "no_progress", False):
+        return "off"
+    return "bar" if _progress(args) else "lines"
 
 
 def _write_text(path: str, text: str) -> None:
@@ -208,7 +217,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         args.workload,
         trace=args.trace,
         out=args.out,
-        progress=_progress(args),
+        progress=_run_progress(args),
         overrides=overrides,
     )
     stats = json.loads(text)
@@ -252,7 +261,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             os.makedirs(out, exist_ok=True)
     jobs = max(1, min(args.jobs, len(configs)))
     # Several progress bars drawn at once on one terminal would garble each other.
-    progress = _progress(args) and jobs == 1
+    progress = _run_progress(args) if jobs == 1 else "off"
 
     def one(i: int) -> str:
         return api.run_json(
@@ -404,7 +413,7 @@ def _cmd_trace(args: argparse.Namespace) -> int:
             args.out,
             args.config,
             args.workload,
-            progress=_progress(args),
+            progress=_run_progress(args),
             overrides=_overrides(args),
         )
         _print(f"wrote {n:,} records to {args.out}")

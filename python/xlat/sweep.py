@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Union
 
 from . import api
+from .progress import runs_bar
 from .results import RUN_FILE, RUNS_DIR, SWEEP_FILE, collect, write_atomic
 
 __all__ = ["RunSpec", "SweepResult", "execute", "plan", "sweep"]
@@ -411,14 +412,6 @@ def _dask(
 # --------------------------------------------------------------------------------------------
 
 
-def _progress_bar(total: int, enabled: bool):
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="run", desc="sweep", file=sys.stderr, dynamic_ncols=True)
-
-
 def sweep(
     base: str | Sequence[str],
     grid: Mapping[str, Sequence[Any]] | None = None,
@@ -452,7 +445,8 @@ def sweep(
         scheduler: dask scheduler address (``tcp://host:8786``); default: a LocalCluster.
         retries: dask retries of a task that raised (worker deaths are retried by the
             scheduler itself, up to its ``allowed-failures``).
-        progress: draw a progress bar on stderr (default: when stderr is a terminal).
+        progress: draw a bar counting the runs (default: in a notebook or when stderr is a
+            terminal).
         on_result: called with ``(run_id, result)`` after each run is stored.
         reuse: other sweep directories: a run finished there (same resolved config, same
             engine version) is copied into this sweep instead of simulated again.
@@ -503,9 +497,7 @@ def sweep(
     todo = [(rid, by_id[rid].to_dict()) for rid in unfinished if rid not in adopted]
     result = SweepResult(out=out, run_ids=ids, skipped=len(ids) - len(todo), reused=len(adopted))
     jobs = max(1, int(jobs or os.cpu_count() or 1))
-    if progress is None:
-        progress = sys.stderr.isatty()
-    bar = _progress_bar(len(ids), bool(progress))
+    bar = runs_bar(len(ids), progress)
     if bar is not None:
         bar.update(result.skipped)
     if backend == "local":

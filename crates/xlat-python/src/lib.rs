@@ -2,14 +2,13 @@
 //! arguments, releases the GIL around simulation, draws the progress bar, and maps engine errors
 //! to `XlatError` with the engine's message.
 
-use indicatif::{ProgressBar, ProgressStyle};
+mod progress;
+
+use progress::{Mode, Progress};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
-const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(200);
 
 create_exception!(
     _core,
@@ -27,56 +26,25 @@ fn to_py(e: xlat::Error) -> PyErr {
     }
 }
 
-fn progress_bar(enabled: bool) -> Option<ProgressBar> {
-    enabled.then(|| {
-        let bar = ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} refs ({per_sec}, eta {eta})",
-            )
-            .expect("static template"),
-        );
-        bar
-    })
-}
-
-/// A progress callback: moves the bar and lets Ctrl-C through (it takes the GIL briefly a few
-/// times a second to check for signals).
-fn reporter(bar: &Option<ProgressBar>) -> impl FnMut(u64, Option<u64>) -> xlat::Result<()> + '_ {
-    let mut last_check = Instant::now();
-    move |done, total| {
-        if let Some(b) = bar {
-            if let Some(t) = total {
-                b.set_length(t);
-            }
-            b.set_position(done);
-        }
-        if last_check.elapsed() > SIGNAL_CHECK_INTERVAL {
-            last_check = Instant::now();
-            Python::attach(|py| py.check_signals()).map_err(|_| xlat::Error::Interrupted)?;
-        }
-        Ok(())
-    }
-}
-
-/// Run one simulation; returns the stats as JSON text.
+/// Run one simulation; returns the stats as JSON text. `progress`: see [`Mode::from_py`].
 #[pyfunction]
-#[pyo3(signature = (config, overrides, trace=None, out=None, progress=false))]
+#[pyo3(signature = (config, overrides, trace=None, out=None, progress=None))]
 fn run(
     py: Python<'_>,
     config: String,
     overrides: Vec<String>,
     trace: Option<PathBuf>,
     out: Option<PathBuf>,
-    progress: bool,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<String> {
+    let mode = Mode::from_py(progress.as_ref())?;
     py.detach(move || {
         let cfg = xlat::run::resolve(&config, &overrides, trace.as_deref())?;
-        let bar = progress_bar(progress);
-        let stats = xlat::run::run(cfg, out.as_deref(), &mut reporter(&bar))?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
+        let mut progress = Progress::new(mode);
+        let stats = xlat::run::run(cfg, out.as_deref(), &mut |done, total| {
+            progress.report(done, total)
+        })?;
+        progress.finish();
         Ok(stats.to_json())
     })
     .map_err(to_py)
@@ -84,21 +52,20 @@ fn run(
 
 /// Write the records of the configured workload to a native `.xtr` trace; returns the count.
 #[pyfunction]
-#[pyo3(signature = (config, overrides, out, progress=false))]
+#[pyo3(signature = (config, overrides, out, progress=None))]
 fn record_trace(
     py: Python<'_>,
     config: String,
     overrides: Vec<String>,
     out: PathBuf,
-    progress: bool,
+    progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<u64> {
+    let mode = Mode::from_py(progress.as_ref())?;
     py.detach(move || {
         let cfg = xlat::run::resolve(&config, &overrides, None)?;
-        let bar = progress_bar(progress);
-        let n = xlat::run::record(&cfg, &out, &mut reporter(&bar))?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
+        let mut progress = Progress::new(mode);
+        let n = xlat::run::record(&cfg, &out, &mut |done, total| progress.report(done, total))?;
+        progress.finish();
         Ok(n)
     })
     .map_err(to_py)
