@@ -1,4 +1,4 @@
-"""Gandhi et al., Efficient Memory Virtualization (seed 001): the translation overhead of
+"""Gandhi et al., Efficient Memory Virtualization (MICRO'14): the translation overhead of
 native, virtualized and direct-segment systems (Figs 11-12), the references of a walk in each
 mode (Table II), Dual Direct with bad pages (Fig 13), and self-ballooning on fragmented guests
 (§IV).

@@ -1,4 +1,4 @@
-"""ME-HPT (Stojkovic et al., seed 004): Table I, Table II and the evaluation figures 8-16.
+"""ME-HPT (Stojkovic et al., MICRO'22): Table I, Table II and the evaluation figures 8-16.
 
 ECPT (elastic cuckoo page tables) needs one contiguous block per HPT way; ME-HPT builds ways
 from chunks behind an L2P table, resizes in place and per way, and steals L2P entries. Most of

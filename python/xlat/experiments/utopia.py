@@ -1,4 +1,4 @@
-"""Utopia (Kanellopoulos et al., seed 000), §3 motivation figures, baseline part.
+"""Utopia (Kanellopoulos et al., MICRO'23), §3 motivation figures, baseline part.
 
 Figs 1-2 (where page-walk requests are served, average walk latency), Fig 3 (cache capacity
 taken by page-table entries), Figs 4-5 (DRAM row-buffer conflicts and speed-up of a perfect

@@ -1,4 +1,4 @@
-"""Utopia (Kanellopoulos et al., seed 000), §8.4 Figs 18-20: how Utopia's components behave.
+"""Utopia (Kanellopoulos et al., MICRO'23), §8.4 Figs 18-20: how Utopia's components behave.
 
 * **Fig 18**: hit rates of the SF cache and the TAR cache (Table 1: 2 KB each), and the pages
   migrated per kilo-instruction into a RestSeg (PTE-based migration, §5.5:

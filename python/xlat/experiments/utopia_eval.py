@@ -1,4 +1,4 @@
-"""Utopia (Kanellopoulos et al., seed 000), §8 evaluation: Figs 9, 11-16 and 21.
+"""Utopia (Kanellopoulos et al., MICRO'23), §8 evaluation: Figs 9, 11-16 and 21.
 
 * ``utopia-fig11-16``: Utopia (preset ``utopia``: Table 1's 512 MB RestSegs of 4 KB and 2 MB
   pages beside a radix FlexSeg) against Radix, ECH, RMM, POM-TLB and a perfect TLB, on the

@@ -1,4 +1,4 @@
-"""Utopia (Kanellopoulos et al., seed 000), §8.3 Fig 17: multi-programmed mixes on four cores.
+"""Utopia (Kanellopoulos et al., MICRO'23), §8.3 Fig 17: multi-programmed mixes on four cores.
 
 The paper runs five mixes of its Table 2 workloads on 2-, 4- and 8-core systems ("we omit the
 details due to space constraints") and plots each system's average speed-up over Radix. We run

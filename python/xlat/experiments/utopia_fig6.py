@@ -1,4 +1,4 @@
-"""Utopia (Kanellopoulos et al., seed 000), §3 Fig 6: page faults of restrictive-only mapping.
+"""Utopia (Kanellopoulos et al., MICRO'23), §3 Fig 6: page faults of restrictive-only mapping.
 
 Fig 6 compares the page faults of a system that maps memory only flexibly (any page in any
 frame) with one that maps it only restrictively (a page may live only in the set its virtual

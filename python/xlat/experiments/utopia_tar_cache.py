@@ -1,4 +1,4 @@
-"""Utopia (Kanellopoulos et al., seed 000): how the TAR cache's size decides Utopia's result.
+"""Utopia (Kanellopoulos et al., MICRO'23): how the TAR cache's size decides Utopia's result.
 
 Not a figure of the paper, but the question its Fig 18 leaves open. A TAR line holds the
 tags of one RestSeg set (§5.3), and consecutive virtual pages fall in consecutive sets, so a

@@ -1,4 +1,4 @@
-//! `bst-ext`: an external (leaf-oriented) binary search tree as in ASCYLIB (SPARTA, seed 002 §7,
+//! `bst-ext`: an external (leaf-oriented) binary search tree as in ASCYLIB (SPARTA §7,
 //! "BST-External"; the layout of Natarajan and Mittal's tree): keys live in leaves, internal
 //! nodes only route (left if the key is smaller than the routing key, else right). A lookup loads
 //! the root pointer, then at each node its key and the child pointer it follows, down to a leaf

@@ -1,4 +1,4 @@
-//! `bst-int`: an internal (node-oriented) binary search tree as in ASCYLIB (SPARTA, seed 002 §7,
+//! `bst-int`: an internal (node-oriented) binary search tree as in ASCYLIB (SPARTA §7,
 //! "BST-Internal"): every node holds a key. A lookup loads the root pointer, then at each node
 //! its key and, unless it matches, the child pointer it follows; each node's loads depend on the
 //! load of the pointer to it. Inserts hang a new leaf; deletes splice out a node with at most one

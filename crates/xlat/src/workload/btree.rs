@@ -1,4 +1,4 @@
-//! `btree`: a B+ tree index over u64 keys (the B-tree workloads of SPARTA, seed 002 §7), bulk
+//! `btree`: a B+ tree index over u64 keys (the B-tree workloads of SPARTA §7), bulk
 //! loaded in simulated memory from the sorted start keys. A lookup loads the root pointer, then
 //! in each inner node its key count, the keys a binary search probes and the child pointer it
 //! follows, and in the leaf its count, the probed keys and (on a hit) the value; every load in a

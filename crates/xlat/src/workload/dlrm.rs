@@ -1,6 +1,6 @@
 //! DLRM's embedding stage: SparseLengthsSum (SLS, PyTorch's `EmbeddingBag(mode="sum")`) over
 //! several embedding tables, the memory-bound part of recommendation inference that Utopia
-//! (seed 000, §7) evaluates on.
+//! (§7) evaluates on.
 //!
 //! For every table and every sample of a batch, SLS reads the sample's length, then for each of
 //! its `pooling` lookups reads the row index from the indices tensor (sequential) and sums the

@@ -1,4 +1,4 @@
-//! `hashtable`: a chained hash table as in ASCYLIB (SPARTA, seed 002 §7, "Hash Table"): an array
+//! `hashtable`: a chained hash table as in ASCYLIB (SPARTA §7, "Hash Table"): an array
 //! of bucket head pointers, each the head of a singly linked list of nodes from a node pool. A
 //! lookup loads the bucket's head pointer, then every node of the chain (its key, then its next
 //! pointer), each load's address coming from the previous pointer load. Inserts link a new node

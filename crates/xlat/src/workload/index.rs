@@ -2,7 +2,7 @@
 //! share: the `[workload]` knobs, the key set, the ASCYLIB-style lookup/insert/delete mix with
 //! uniform or Zipf keys, and node pools in simulated memory.
 //!
-//! The benchmark harness follows ASCYLIB (used by SPARTA, seed 002 §7): the structure starts with
+//! The benchmark harness follows ASCYLIB (used by SPARTA §7): the structure starts with
 //! `keys` keys drawn from a universe of `2 * keys`, and every operation picks a key of the
 //! universe, so about half the lookups hit and inserts/deletes keep the size steady.
 

@@ -1,4 +1,4 @@
-//! k-mer counting, GenomicsBench's `kmer-cnt` kernel, one of Utopia's (seed 000, §7) workloads.
+//! k-mer counting, GenomicsBench's `kmer-cnt` kernel, one of Utopia's (§7) workloads.
 //!
 //! The program streams a 2-bit packed genome, rolls the canonical k-mer (the smaller of the
 //! k-mer and its reverse complement, as counters such as Jellyfish do) base by base, hashes it

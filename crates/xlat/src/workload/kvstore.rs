@@ -1,5 +1,5 @@
 //! A memcached-like key-value store under a get/set request mix, the key-value workload of
-//! Mosaic (seed 003) and SPARTA (seed 002).
+//! Mosaic pages and SPARTA.
 //!
 //! Memory is organised as memcached organises it: a slab allocator whose size classes grow by a
 //! factor of 1.25 from 64 bytes, 1 MiB slab pages carved into equal chunks of their class, every

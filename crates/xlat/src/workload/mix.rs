@@ -1,5 +1,5 @@
 //! A multi-programmed mix: several workloads, each in its own process (own pid, own address
-//! space and page table), as Mosaic (seed 003) and SPARTA (seed 002) run co-located programs.
+//! space and page table), as Mosaic pages and SPARTA run co-located programs.
 //!
 //! Each member is a complete `[workload]` table (any built-in generator or a trace) built into
 //! its own process with a seed derived from the run seed and its position. Member `i`'s

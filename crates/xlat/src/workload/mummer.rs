@@ -1,4 +1,4 @@
-//! MUMmer-like genome alignment, BioBench's `mummer`, one of ME-HPT's (seed 004, §VI
+//! MUMmer-like genome alignment, BioBench's `mummer`, one of ME-HPT's (§VI
 //! "Applications", Table I) workloads.
 //!
 //! MUMmer finds the maximal exact matches between a reference genome and query sequences by

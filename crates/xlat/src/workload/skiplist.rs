@@ -1,4 +1,4 @@
-//! `skiplist`: Pugh's skip list as in ASCYLIB (SPARTA, seed 002 §7, "Skip Lists"). Each node has
+//! `skiplist`: Pugh's skip list as in ASCYLIB (SPARTA §7, "Skip Lists"). Each node has
 //! a tower of `level` next pointers, `level` geometric with p = 1/2 up to `max_level` =
 //! ceil(log2(universe)). A search starts at the head's top level and moves right while the next
 //! node's key is smaller, then down: every next-pointer load and every key load depends on the

@@ -1,4 +1,4 @@
-//! SysBench's memory test (`sysbench memory`), used by Mosaic (seed 003) and SPARTA (seed 002).
+//! SysBench's memory test (`sysbench memory`), used by Mosaic pages and SPARTA.
 //!
 //! Each event of the test takes one block of `block_bytes` and reads or writes it word by word
 //! (`size_t` words, one loop instruction between accesses), as sysbench's `memory_execute_event`

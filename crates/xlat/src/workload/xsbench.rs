@@ -1,6 +1,6 @@
 //! `xsbench`: the XSBench proxy app's event-free macroscopic cross-section lookup kernel
-//! (unionised energy grid), the Monte Carlo neutron-transport hot loop that Utopia (seed 000 §7)
-//! and ME-HPT (seed 004 §VI) evaluate on.
+//! (unionised energy grid), the Monte Carlo neutron-transport hot loop that Utopia (§7)
+//! and ME-HPT (§VI) evaluate on.
 //!
 //! Data, as XSBench builds it: per nuclide `gridpoints` random energies in [0, 1), sorted, each a
 //! 48-byte grid point (energy and five cross sections: total, elastic, absorption, fission,

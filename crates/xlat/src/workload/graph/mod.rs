@@ -1,4 +1,4 @@
-//! Graph analytics: the GraphBIG kernels (Utopia, seed 000 §7; ME-HPT, seed 004 §VI) run for
+//! Graph analytics: the GraphBIG kernels (Utopia §7; ME-HPT §VI) run for
 //! real over Graph500 Kronecker graphs.
 //!
 //! Every kernel shares the graph keys (`scale`, `edge_factor`, `references`, `populate`) and
