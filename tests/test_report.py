@@ -141,6 +141,43 @@ def test_header_and_failed_runs(tmp_path: Path) -> None:
     assert "unknown key &lt;mmu.l2tlb.nope&gt;" in page
 
 
+def test_sections_put_each_figure_beside_its_own_table(tmp_path: Path) -> None:
+    df = frames.results()
+    first = pd.DataFrame({"quantity": ["speed-up"], "ours": [2.121e-4], "paper": [1.3]})
+    sections = [
+        report.Section("A: Fig 1", [("fig A", plots.grouped_bars(df, "ipc"))], [("tab A", first)]),
+        report.Section(
+            "B: Fig 2", [("fig B", plots.grouped_bars(df, "ipc"))], [("tab B", first[:0])]
+        ),
+    ]
+    page = report.write_report(df, tmp_path / "r.html", title="t", sections=sections).read_text()
+    order = [
+        page.index(s)
+        for s in (
+            "<h2>A: Fig 1",
+            "fig A</figcaption>",
+            "tab A",
+            "<h2>B: Fig 2",
+            "fig B</figcaption>",
+            "tab B",
+        )
+    ]
+    assert order == sorted(order)
+    assert "<h2>Figures</h2>" not in page
+    # A table with no rows says so instead of showing a bare header; numbers never wrap.
+    assert "(no rows)" in page[page.index("tab B") :]
+    assert "white-space: nowrap" in page
+    with pytest.raises(ValueError, match="sections"):
+        report.write_report(df, tmp_path / "x.html", title="t", sections=sections, figures=[])
+
+
+def test_unswept_seeds_are_named_not_left_blank(tmp_path: Path) -> None:
+    df = frames.results()
+    df["seed"] = float("nan")
+    page = report.write_report(df, tmp_path / "r.html", title="t", figures=[]).read_text()
+    assert "<dt>seeds</dt><dd>each configuration&#x27;s own (not swept)</dd>" in page
+
+
 def test_no_failed_runs_is_said(tmp_path: Path) -> None:
     path = report.write_report(frames.results(), tmp_path / "r.html", title="t", figures=[])
     assert "No run failed." in path.read_text(encoding="utf-8")

@@ -261,3 +261,22 @@ def test_check_boots_what_resolving_lets_through(monkeypatch, run_cli, tmp_path:
     result = run_cli("reproduce", "gandhi-table2", "--tiny", "--check")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "gandhi-table2: 4 runs resolve and boot at tiny scale"
+
+
+def test_the_combined_report_puts_each_reproductions_figures_by_its_table(tmp_path: Path) -> None:
+    outcomes = [
+        experiments.reproduce(i, scale="tiny", out=tmp_path, jobs=2, progress=False)
+        for i in ("gandhi-table2", "gandhi-fig13")
+    ]
+    page = experiments.write_combined_report(outcomes, tmp_path / "report.html", "tiny")
+    html = page.read_text()
+    starts = [html.index(f"<h2>{o.reproduction.id}: ") for o in outcomes]
+    assert starts == sorted(starts)
+    first, second = html[starts[0] : starts[1]], html[starts[1] :]
+    # Each section holds its own figures and its comparison, in that order.
+    for section, outcome in ((first, outcomes[0]), (second, outcomes[1])):
+        assert section.count("<img ") == len(outcome.figures) > 0
+        assert section.index("<img ") < section.index("Ours vs the paper")
+    # gandhi-fig13 publishes no number: the page says so instead of an empty table.
+    assert outcomes[1].comparison.empty
+    assert "gives no number here" in second and "<thead>" not in second

@@ -551,6 +551,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _format_comparison_table(table: Any) -> str:
+    if table.empty:
+        from .experiments.registry import NO_PUBLISHED_VALUES
+
+        return f"  {NO_PUBLISHED_VALUES}"
+
     def num(v: Any) -> str:
         return "n/a" if v is None or v != v else f"{v:.3g}"
 
@@ -566,7 +571,6 @@ def _format_comparison_table(table: Any) -> str:
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from . import experiments
-    from .report import write_report
 
     if args.list or not args.id:
         reps = experiments.reproductions()
@@ -613,25 +617,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         _print(f"  {outcome.direction}")
         _print(f"  -> {outcome.report}\n")
     if len(outcomes) > 1:
-        import pandas as pd
-
-        figures, tables = [], []
-        for o in outcomes:
-            rep = o.reproduction
-            figures += [(f"{rep.id}: {caption}", fig) for caption, fig in o.analysis.figures]
-            tables.append(
-                (
-                    f"{rep.id} ({rep.paper} {rep.figure}): ours vs the paper; "
-                    f"{o.direction}. {rep.notes}",
-                    o.comparison,
-                )
-            )
-        path = write_report(
-            pd.concat([o.results for o in outcomes], ignore_index=True, sort=False),
-            os.path.join(args.out, "report.html"),
-            title=f"xlat reproductions (scale: {scale})",
-            figures=figures,
-            tables=tables,
+        path = experiments.write_combined_report(
+            outcomes, os.path.join(args.out, "report.html"), scale
         )
         _print(f"report: {path}")
     return 0

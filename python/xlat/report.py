@@ -25,6 +25,7 @@ import math
 import numbers
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
@@ -36,6 +37,7 @@ from . import plots
 from .results import RUNS_DIR, load, write_atomic
 
 __all__ = [
+    "Section",
     "default_figures",
     "default_tables",
     "format_number",
@@ -78,12 +80,14 @@ dl.meta dt { font-weight: 600; }
 dl.meta dd { margin: 0; }
 figure { margin: 1.5em 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption, caption { font-size: 0.95em; color: #444; text-align: left; padding: 0.3em 0; }
+figcaption, caption, p.caption {
+  font-size: 0.95em; color: #444; text-align: left; padding: 0.3em 0;
+}
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
 th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #ddd; }
 th { background: #f4f4f4; text-align: left; }
-td { text-align: right; font-variant-numeric: tabular-nums; }
-td.text, table.failed td { text-align: left; }
+td { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.text, table.failed td { text-align: left; white-space: normal; }
 table.failed pre { margin: 0; white-space: pre-wrap; font-size: 0.9em; }
 .ok { color: #276738; } .failed-count { color: #a11; }
 """
@@ -277,6 +281,9 @@ def _figure_html(caption: str, fig: Figure) -> str:
 
 
 def _table_html(caption: str, table: pd.DataFrame) -> str:
+    if table.empty:
+        # A header with no rows reads as a bug; say that there is nothing to list.
+        return f'<p class="caption">{html.escape(caption)}</p><p class="empty">(no rows)</p>'
     show_index = not isinstance(table.index, pd.RangeIndex)
     frame = table.reset_index() if show_index else table
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
@@ -346,13 +353,24 @@ def _header_html(df: pd.DataFrame, title: str) -> str:
         ("configurations", html.escape(_distinct(df, _hue_column(df)))),
     ]
     if "seed" in df.columns:
-        meta.append(("seeds", html.escape(_distinct(df, "seed"))))
+        # Runs that did not set a seed ran with their configuration's own.
+        seeds = _distinct(df, "seed") or "each configuration's own (not swept)"
+        meta.append(("seeds", html.escape(seeds)))
     for column in df.columns:
         if column.startswith("param."):
             values = _distinct(df, column)
             meta.append((html.escape(column[len("param.") :]), html.escape(values)))
     items = "".join(f"<dt>{key}</dt><dd>{value}</dd>" for key, value in meta)
     return f"<h1>{html.escape(title)}</h1><dl class='meta'>{items}</dl>"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of a report: a heading, its figures, then its tables."""
+
+    title: str
+    figures: Sequence[tuple[str, Figure]] = ()
+    tables: Sequence[tuple[str, pd.DataFrame]] = ()
 
 
 def write_report(
@@ -362,6 +380,7 @@ def write_report(
     title: str,
     figures: Sequence[tuple[str, Figure]] | None = None,
     tables: Sequence[tuple[str, pd.DataFrame]] | None = None,
+    sections: Sequence[Section] | None = None,
 ) -> Path:
     """Write one self-contained HTML page presenting ``df`` to ``path``.
 
@@ -373,21 +392,33 @@ def write_report(
             :func:`default_figures` (an empty list gives a page without figures).
         tables: ``(caption, DataFrame)`` pairs, rendered with :func:`format_number`; ``None``
             gives :func:`default_tables`.
+        sections: instead of one "Figures" and one "Tables" part, one part per
+            :class:`Section`, each with its own figures and then its tables (a reproduction's
+            figures beside its comparison); ``figures`` and ``tables`` must then be omitted.
 
     Returns:
         The path written.
     """
-    if figures is None:
-        figures = default_figures(df)
-    if tables is None:
-        tables = default_tables(df)
     body = [_header_html(df, title), "<h2>Failed runs</h2>", _failed_html(df)]
-    if figures:
-        body.append("<h2>Figures</h2>")
-        body.extend(_figure_html(caption, fig) for caption, fig in figures)
-    if tables:
-        body.append("<h2>Tables</h2>")
-        body.extend(_table_html(caption, table) for caption, table in tables)
+    if sections is not None:
+        if figures is not None or tables is not None:
+            raise ValueError("write_report: give sections, or figures and tables, not both")
+        for section in sections:
+            body.append(f"<section><h2>{html.escape(section.title)}</h2>")
+            body.extend(_figure_html(caption, fig) for caption, fig in section.figures)
+            body.extend(_table_html(caption, table) for caption, table in section.tables)
+            body.append("</section>")
+    else:
+        if figures is None:
+            figures = default_figures(df)
+        if tables is None:
+            tables = default_tables(df)
+        if figures:
+            body.append("<h2>Figures</h2>")
+            body.extend(_figure_html(caption, fig) for caption, fig in figures)
+        if tables:
+            body.append("<h2>Tables</h2>")
+            body.extend(_table_html(caption, table) for caption, table in tables)
     page = (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'

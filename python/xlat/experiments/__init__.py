@@ -37,6 +37,7 @@ from .registry import (
     reproduce,
     reproductions,
     resolved_configs,
+    write_combined_report,
 )
 
 __all__ = [
@@ -53,4 +54,5 @@ __all__ = [
     "reproduce",
     "reproductions",
     "resolved_configs",
+    "write_combined_report",
 ]

@@ -24,7 +24,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Union
@@ -239,7 +239,16 @@ def comparison(reproduction_id: str, ours: Mapping[str, float]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["quantity", "ours", "paper", "ratio", "source"])
 
 
+#: What a comparison without published numbers says instead of a table with a header only.
+NO_PUBLISHED_VALUES = (
+    "The paper gives no number here to set beside ours: the direction below is the comparison."
+)
+
+
 def _markdown(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return NO_PUBLISHED_VALUES + "\n"
+
     def cell(v: Any) -> str:
         if isinstance(v, float):
             return "n/a" if math.isnan(v) else f"{v:.3g}"
@@ -463,7 +472,9 @@ def reproduce(
         figures=analysis.figures,
         tables=[
             (
-                f"Ours vs the paper; {verdict}. {analysis.summary} {rep.notes}"
+                f"Ours vs the paper; {verdict}."
+                + (f" {NO_PUBLISHED_VALUES}" if table.empty else "")
+                + f" {analysis.summary} {rep.notes}"
                 + "".join(f" Did not finish: {line}." for line in unfinished),
                 table,
             ),
@@ -471,3 +482,28 @@ def reproduce(
         ],
     )
     return Outcome(rep, base, df, table, figures, report, analysis, holds, verdict, unfinished)
+
+
+def write_combined_report(outcomes: Sequence[Outcome], path: PathLike, scale: str) -> Path:
+    """One HTML page for several reproductions, as a paper's evaluation reads: a section per
+    reproduction with its figures, then its comparison with the paper and its verdict."""
+    from ..report import Section
+
+    sections = []
+    for o in outcomes:
+        rep = o.reproduction
+        empty = f" {NO_PUBLISHED_VALUES}" if o.comparison.empty else ""
+        caption = f"Ours vs the paper; {o.direction}.{empty} {rep.notes}"
+        sections.append(
+            Section(
+                f"{rep.id}: {rep.paper} {rep.figure}: {rep.title}",
+                figures=o.analysis.figures,
+                tables=[(caption, o.comparison)],
+            )
+        )
+    return write_report(
+        pd.concat([o.results for o in outcomes], ignore_index=True, sort=False),
+        path,
+        title=f"xlat reproductions (scale: {scale})",
+        sections=sections,
+    )
