@@ -105,6 +105,12 @@ impl Progress {
     /// is time, and let Ctrl-C through.
     pub fn report(&mut self, done: u64, total: Option<u64>) -> xlat::Result<()> {
         self.last = (done, total);
+        if let Some(b) = &self.bar {
+            if let Some(t) = total {
+                b.set_length(t);
+            }
+            b.set_position(done);
+        }
         if done > 0 && self.first.is_none() {
             self.first = Some((Instant::now(), done));
             if let Some(b) = &self.bar {
@@ -117,12 +123,6 @@ impl Progress {
                 );
                 b.reset_eta();
             }
-        }
-        if let Some(b) = &self.bar {
-            if let Some(t) = total {
-                b.set_length(t);
-            }
-            b.set_position(done);
         }
         if let Mode::Lines(every) = self.mode {
             if self.last_line.elapsed() >= every {
