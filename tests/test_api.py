@@ -200,7 +200,8 @@ def test_run_passes_arguments_to_engine(fake_core: FakeCore, tmp_path: Path) -> 
 
 def test_run_defaults(fake_core: FakeCore) -> None:
     xlat.run()
-    assert fake_core.calls[-1] == ("run", ("baseline-radix", [], None, None, False))
+    # No terminal and no notebook under pytest: a progress line a minute (none in a short run).
+    assert fake_core.calls[-1] == ("run", ("baseline-radix", [], None, None, "lines"))
 
 
 def test_run_json_returns_engine_text(fake_core: FakeCore) -> None:

@@ -66,14 +66,14 @@ def test_run_builds_overrides(fake_core: FakeCore, capsys: pytest.CaptureFixture
         "workload.table_bytes=4294967296",
     ]
     assert trace is None and out is None
-    assert progress is False  # stderr is not a terminal under pytest
+    assert progress == "lines"  # stderr is not a terminal under pytest: a line a minute
     printed = capsys.readouterr().out
     assert "IPC" in printed and "L2 TLB MPKI" in printed
 
 
 def test_run_defaults_to_baseline(fake_core: FakeCore) -> None:
     assert main(["run"]) == 0
-    assert fake_core.calls[-1] == ("run", ("baseline-radix", [], None, None, False))
+    assert fake_core.calls[-1] == ("run", ("baseline-radix", [], None, None, "lines"))
 
 
 def test_run_progress_follows_the_terminal(
@@ -81,9 +81,9 @@ def test_run_progress_follows_the_terminal(
 ) -> None:
     monkeypatch.setattr("sys.stderr.isatty", lambda: True)
     assert main(["run"]) == 0
-    assert fake_core.calls[-1][1][4] is True
+    assert fake_core.calls[-1][1][4] == "bar"
     assert main(["run", "--no-progress"]) == 0
-    assert fake_core.calls[-1][1][4] is False
+    assert fake_core.calls[-1][1][4] == "off"
 
 
 def test_run_trace(fake_core: FakeCore, tmp_path: Path) -> None:
