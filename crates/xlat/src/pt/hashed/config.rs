@@ -32,6 +32,12 @@ pub enum HptKind {
 /// misses) plus about 50 cycles of instructions.
 pub const DEFAULT_REHASH_CYCLES_PER_ENTRY: u64 = 250;
 
+/// Most entries `rehash_per_insert` may ask each resizing way to move per insertion: 2^24,
+/// the lines of the largest ECPT way (one buddy block of at most 1 GiB). At that count one
+/// insertion finishes any ECPT resize, so a larger one asks for nothing more; the bound
+/// keeps the count a statement about rehashing rather than a number no table reaches.
+pub const MAX_REHASH_PER_INSERT: u32 = 1 << 24;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HashedConfig {
@@ -157,10 +163,14 @@ impl HashedConfig {
                 "must be 1..=1000",
             ));
         }
-        if self.rehash_per_insert == 0 {
+        if !(1..=MAX_REHASH_PER_INSERT).contains(&self.rehash_per_insert) {
             return Err(Error::config(
                 format!("{path}.rehash_per_insert"),
-                "must be at least 1 (or resizes never finish)",
+                format!(
+                    "must be 1 (or resizes never finish) to {MAX_REHASH_PER_INSERT} (the lines \
+                     of the largest ECPT way: more moves nothing more), got {}",
+                    self.rehash_per_insert
+                ),
             ));
         }
         if !(self.cwt_section_lines.is_power_of_two() && self.cwt_section_lines <= 64) {
@@ -262,6 +272,10 @@ mod tests {
             ),
             (
                 Box::new(|c| c.rehash_per_insert = 0),
+                "schemes.hashed.table.rehash_per_insert",
+            ),
+            (
+                Box::new(|c| c.rehash_per_insert = MAX_REHASH_PER_INSERT + 1),
                 "schemes.hashed.table.rehash_per_insert",
             ),
             (
