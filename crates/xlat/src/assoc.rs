@@ -103,6 +103,12 @@ pub struct SetAssoc<V> {
 /// No memorised slot: no set is numbered `usize::MAX`.
 const NO_MRU: (usize, u64, usize) = (usize::MAX, INVALID, usize::MAX);
 
+impl<V> SetAssoc<V> {
+    /// Host bytes one slot takes: its tag, its replacement state and its value. The config's
+    /// host-memory check counts structures with it.
+    pub const SLOT_BYTES: u64 = (2 * std::mem::size_of::<u64>() + std::mem::size_of::<V>()) as u64;
+}
+
 impl<V: Copy + Default> SetAssoc<V> {
     /// `sets` must be a power of two and `ways` non-zero; config validation guarantees both.
     pub fn new(sets: usize, ways: usize, policy: Replacement) -> SetAssoc<V> {

@@ -8,9 +8,11 @@
 //! `os::OsConfig`, each scheme's section...), and the whole-system type is assembled on top
 //! (`sim::SimConfig`). The helpers here are the checks those validations share.
 
+pub mod host;
 mod load;
 pub mod presets;
 
+pub use host::{HostUses, HOST_BUDGET};
 pub use load::{load, load_with, parse_override};
 
 use crate::error::{Error, Result};

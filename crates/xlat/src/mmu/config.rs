@@ -2,7 +2,7 @@
 
 use crate::addr::PageSize;
 use crate::assoc::Replacement;
-use crate::config::{nonzero, pow2, Validate};
+use crate::config::{nonzero, pow2, HostUses, Validate};
 use crate::error::{Error, Result};
 use crate::mem::hierarchy::WalkerEntry;
 use serde::{Deserialize, Serialize};
@@ -55,6 +55,19 @@ impl TlbConfig {
         }
         Ok(())
     }
+
+    /// Count `copies` arrays of this geometry (set at `path`) whose entries take `slot_bytes`
+    /// of host memory each (the entry type's [`crate::assoc::SetAssoc::SLOT_BYTES`]).
+    pub fn host_use(
+        &self,
+        path: &str,
+        slot_bytes: u64,
+        copies: (u64, &'static str),
+        uses: &mut HostUses,
+    ) {
+        let key = format!("{path}.entries");
+        uses.add(key, self.entries.into(), "entries", slot_bytes, copies);
+    }
 }
 
 /// `[mmu]`: the TLB levels and walkers every scheme has (a scheme's own structures, such as
@@ -85,5 +98,19 @@ impl Validate for MmuConfig {
             t.validate(&format!("mmu.l2tlb.{name}"))?;
         }
         Ok(())
+    }
+}
+
+impl MmuConfig {
+    /// The TLBs of each core.
+    pub fn host_uses(&self, uses: &mut HostUses) {
+        let slot = super::tlb::Tlb::SLOT_BYTES;
+        let per_core = (uses.cores(), "one per core");
+        self.itlb.host_use("mmu.itlb", slot, per_core, uses);
+        for (level, tlbs) in [("l1tlb", &self.l1tlb), ("l2tlb", &self.l2tlb)] {
+            for (name, t) in tlbs {
+                t.host_use(&format!("mmu.{level}.{name}"), slot, per_core, uses);
+            }
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 use super::cost::{self, CostPoint};
 use super::hash::{HashKind, CRC_FUNCTIONS};
+use crate::config::HostUses;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -124,6 +125,19 @@ impl HashedConfig {
     /// Key bits a resize adds or removes: log2 of `scale`, rounded down.
     pub fn resize_bits(&self) -> u32 {
         self.scale.max(2).ilog2()
+    }
+
+    /// The tables a process starts with: `initial_lines` 64-byte lines per way, for each
+    /// page size it maps (the lines live in host memory, as all page-table memory does).
+    pub fn host_uses(&self, path: &str, uses: &mut HostUses) {
+        let copies = self.ways as u64 * crate::addr::PageSize::ALL.len() as u64 * uses.processes();
+        uses.add(
+            format!("{path}.initial_lines"),
+            self.initial_lines,
+            "lines",
+            crate::addr::LINE_BYTES,
+            (copies, "one per way, page size and process"),
+        );
     }
 
     pub fn validate(&self, path: &str) -> Result<()> {

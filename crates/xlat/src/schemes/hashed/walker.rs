@@ -13,6 +13,7 @@
 
 use crate::addr::{PageSize, Pfn, VirtAddr};
 use crate::assoc::{Replacement, SetAssoc};
+use crate::config::HostUses;
 use crate::error::{Error, Result};
 use crate::mem::MemKind;
 use crate::mmu::walk::WalkPlan;
@@ -59,6 +60,21 @@ impl HptWalkerConfig {
         }
         Ok(())
     }
+
+    /// The two CWCs of each core.
+    pub fn host_uses(&self, path: &str, uses: &mut HostUses) {
+        for (key, entries) in [
+            ("pmd_cwc_entries", self.pmd_cwc_entries),
+            ("pud_cwc_entries", self.pud_cwc_entries),
+        ] {
+            uses.per_core(
+                format!("{path}.{key}"),
+                entries.into(),
+                "entries",
+                Cwc::SLOT_BYTES,
+            );
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -83,6 +99,8 @@ struct Cwc {
 }
 
 impl Cwc {
+    const SLOT_BYTES: u64 = SetAssoc::<RawEntry>::SLOT_BYTES;
+
     fn new(entries: u32) -> Cwc {
         Cwc {
             array: (entries > 0).then(|| SetAssoc::new(1, entries as usize, Replacement::Lru)),
