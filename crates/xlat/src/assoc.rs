@@ -18,6 +18,12 @@ pub enum Replacement {
     Srrip,
 }
 
+/// Most ways a structure a config sizes may have. Every access searches its set's ways one
+/// by one (hardware compares them in parallel), so the ways are work per access: 4096 is far
+/// beyond any real structure (tens of ways; fully associative TLBs and page-walk caches of a
+/// few dozen entries) and keeps a fully associative one searchable.
+pub const MAX_WAYS: u64 = 4096;
+
 const INVALID: u64 = u64::MAX;
 const RRPV_MAX: u8 = 3;
 const RRPV_INSERT: u8 = 2;

@@ -141,6 +141,73 @@ fn the_message_says_what_the_value_costs_and_the_limit() {
 }
 
 #[test]
+fn work_per_event_is_bounded_naming_the_key() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "utopia-ech",
+            "schemes.hashed.table.rehash_per_insert=2147483648",
+            "schemes.hashed.table.rehash_per_insert",
+        ),
+        (
+            "baseline-radix",
+            "mmu.l2tlb.unified.ways=8192",
+            "mmu.l2tlb.unified.ways",
+        ),
+        ("baseline-radix", "cache.llc.ways=65536", "cache.llc.ways"),
+        (
+            "pom-tlb",
+            "schemes.pom_tlb.ways=65536",
+            "schemes.pom_tlb.ways",
+        ),
+        (
+            "ecpt",
+            "schemes.hashed.walker.pmd_cwc_entries=4294967295",
+            "schemes.hashed.walker.pmd_cwc_entries",
+        ),
+        ("baseline-radix", "mmu.walkers=4294967295", "mmu.walkers"),
+        ("baseline-radix", "core.lq_size=4294967295", "core.lq_size"),
+        ("baseline-radix", "core.sq_size=4294967295", "core.sq_size"),
+        (
+            "direct-segment",
+            "os.direct_segment.filter_hashes=4294967295",
+            "os.direct_segment.filter_hashes",
+        ),
+        (
+            "direct-segment",
+            "os.direct_segment.bad_pages=4294967295",
+            "os.direct_segment.bad_pages",
+        ),
+        (
+            "dual-direct",
+            "schemes.virt.escape_filter_hashes=65",
+            "schemes.virt.escape_filter_hashes",
+        ),
+        (
+            "dual-direct",
+            "schemes.virt.vmm_bad_pages=65537",
+            "schemes.virt.vmm_bad_pages",
+        ),
+    ];
+    for (preset, ov, want) in cases {
+        let (key, msg) = error_key(preset, &[ov]);
+        assert_eq!(key, *want, "{msg}");
+    }
+    // The bounds themselves are accepted.
+    for (preset, ov) in [
+        (
+            "utopia-ech",
+            "schemes.hashed.table.rehash_per_insert=16777216",
+        ),
+        ("baseline-radix", "core.lq_size=65536"),
+        ("baseline-radix", "mmu.walkers=4096"),
+        ("dual-direct", "schemes.virt.escape_filter_hashes=64"),
+        ("dual-direct", "schemes.virt.vmm_bad_pages=65536"),
+    ] {
+        SimConfig::load(preset, &[ov.to_string()]).unwrap_or_else(|e| panic!("{ov}: {e}"));
+    }
+}
+
+#[test]
 fn the_run_path_refuses_a_config_changed_after_loading() {
     // What the CLI and the Python API call: resolve, then run. A config built or changed in
     // code is validated again when the system is built, so it cannot reach the allocation.

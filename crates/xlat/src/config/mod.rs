@@ -33,6 +33,19 @@ pub fn pow2(key: String, what: &str, v: u64) -> Result<()> {
     Ok(())
 }
 
+/// `v` ways (of a set-associative structure, or entries of a fully associative one) must be
+/// 1 to [`crate::assoc::MAX_WAYS`]: every access searches them.
+pub fn ways(key: String, v: u64) -> Result<()> {
+    let max = crate::assoc::MAX_WAYS;
+    if !(1..=max).contains(&v) {
+        return Err(Error::config(
+            key,
+            format!("must be 1 to {max} (every access searches a set's ways one by one), got {v}"),
+        ));
+    }
+    Ok(())
+}
+
 /// `v` must be greater than 0.
 pub fn nonzero(key: String, v: u64) -> Result<()> {
     if v == 0 {

@@ -3,7 +3,7 @@
 use super::kind::{MemKind, KINDS};
 use crate::assoc::Replacement;
 use crate::assoc::SetAssoc;
-use crate::config::{nonzero, pow2, HostUses};
+use crate::config::{nonzero, pow2, ways, HostUses};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -30,7 +30,7 @@ impl CacheConfig {
     }
 
     pub fn validate(&self, path: &str) -> Result<()> {
-        nonzero(format!("{path}.ways"), self.ways as u64)?;
+        ways(format!("{path}.ways"), self.ways as u64)?;
         nonzero(format!("{path}.latency"), self.latency as u64)?;
         let line_sets = self.size / crate::addr::LINE_BYTES;
         if !self

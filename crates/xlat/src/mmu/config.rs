@@ -2,7 +2,7 @@
 
 use crate::addr::PageSize;
 use crate::assoc::Replacement;
-use crate::config::{nonzero, pow2, HostUses, Validate};
+use crate::config::{nonzero, pow2, ways, HostUses, Validate};
 use crate::error::{Error, Result};
 use crate::mem::hierarchy::WalkerEntry;
 use serde::{Deserialize, Serialize};
@@ -31,7 +31,7 @@ impl TlbConfig {
         if self.entries == 0 {
             return Ok(()); // absent
         }
-        nonzero(format!("{path}.ways"), self.ways as u64)?;
+        ways(format!("{path}.ways"), self.ways as u64)?;
         nonzero(format!("{path}.latency"), self.latency as u64)?;
         if !self.entries.is_multiple_of(self.ways) {
             return Err(Error::config(
@@ -70,6 +70,11 @@ impl TlbConfig {
     }
 }
 
+/// Most page walkers a core may have: the earliest free one is searched for on every walk.
+/// Cores have 2 to 16; 4096, the bound of `core.rob_size`, is more than the walks of the
+/// instructions in flight could keep busy.
+pub const MAX_WALKERS: u32 = 4096;
+
 /// `[mmu]`: the TLB levels and walkers every scheme has (a scheme's own structures, such as
 /// page-walk caches or a range TLB, are configured in its `[schemes.<name>]` section).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -89,7 +94,12 @@ pub struct MmuConfig {
 
 impl Validate for MmuConfig {
     fn validate(&self) -> Result<()> {
-        nonzero("mmu.walkers".into(), self.walkers as u64)?;
+        if !(1..=MAX_WALKERS).contains(&self.walkers) {
+            return Err(Error::config(
+                "mmu.walkers",
+                format!("must be 1 to {MAX_WALKERS}, got {}", self.walkers),
+            ));
+        }
         self.itlb.validate("mmu.itlb")?;
         for (name, t) in &self.l1tlb {
             t.validate(&format!("mmu.l1tlb.{name}"))?;

@@ -119,16 +119,11 @@ impl DirectSegmentConfig {
     }
 
     fn validate(&self, path: &str) -> Result<()> {
-        if !self.filter_bits.is_power_of_two() || self.filter_bits > 1 << 16 {
-            return Err(Error::config(
-                format!("{path}.filter_bits"),
-                format!(
-                    "must be a power of two up to 65536, got {}",
-                    self.filter_bits
-                ),
-            ));
-        }
-        Ok(())
+        crate::pt::direct::check_escapes(
+            (&format!("{path}.filter_bits"), self.filter_bits),
+            (&format!("{path}.filter_hashes"), self.filter_hashes),
+            (&format!("{path}.bad_pages"), self.bad_pages),
+        )
     }
 }
 

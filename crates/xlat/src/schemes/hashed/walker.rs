@@ -58,6 +58,15 @@ impl HptWalkerConfig {
                 "must be at least 1 cycle (hashing is never free)",
             ));
         }
+        for (key, entries) in [
+            ("pmd_cwc_entries", self.pmd_cwc_entries),
+            ("pud_cwc_entries", self.pud_cwc_entries),
+        ] {
+            // Fully associative: a lookup searches every entry. 0 is no CWC.
+            if entries > 0 {
+                crate::config::ways(format!("{path}.{key}"), entries.into())?;
+            }
+        }
         Ok(())
     }
 

@@ -118,15 +118,17 @@ impl VirtConfig {
                 format!("must be 0 or a multiple of 1 GiB, got {}", self.host_bytes),
             ));
         }
-        if !self.escape_filter_bits.is_power_of_two() || self.escape_filter_bits > 1 << 16 {
-            return Err(Error::config(
-                format!("{path}.escape_filter_bits"),
-                format!(
-                    "must be a power of two up to 65536, got {}",
-                    self.escape_filter_bits
-                ),
-            ));
-        }
+        crate::pt::direct::check_escapes(
+            (
+                &format!("{path}.escape_filter_bits"),
+                self.escape_filter_bits,
+            ),
+            (
+                &format!("{path}.escape_filter_hashes"),
+                self.escape_filter_hashes,
+            ),
+            (&format!("{path}.vmm_bad_pages"), self.vmm_bad_pages),
+        )?;
         if !self.balloon_reserve_bytes.is_multiple_of(2 << 20) {
             return Err(Error::config(
                 format!("{path}.balloon_reserve_bytes"),
