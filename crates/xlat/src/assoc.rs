@@ -18,6 +18,12 @@ pub enum Replacement {
     Srrip,
 }
 
+/// Most ways a structure a config sizes may have. Every access searches its set's ways one
+/// by one (hardware compares them in parallel), so the ways are work per access: 4096 is far
+/// beyond any real structure (tens of ways; fully associative TLBs and page-walk caches of a
+/// few dozen entries) and keeps a fully associative one searchable.
+pub const MAX_WAYS: u64 = 4096;
+
 const INVALID: u64 = u64::MAX;
 const RRPV_MAX: u8 = 3;
 const RRPV_INSERT: u8 = 2;
@@ -102,6 +108,12 @@ pub struct SetAssoc<V> {
 
 /// No memorised slot: no set is numbered `usize::MAX`.
 const NO_MRU: (usize, u64, usize) = (usize::MAX, INVALID, usize::MAX);
+
+impl<V> SetAssoc<V> {
+    /// Host bytes one slot takes: its tag, its replacement state and its value. The config's
+    /// host-memory check counts structures with it.
+    pub const SLOT_BYTES: u64 = (2 * std::mem::size_of::<u64>() + std::mem::size_of::<V>()) as u64;
+}
 
 impl<V: Copy + Default> SetAssoc<V> {
     /// `sets` must be a power of two and `ways` non-zero; config validation guarantees both.

@@ -143,6 +143,53 @@ fn ecpt_compacts_at_0_7_fmfi_fails_cleanly_above_and_mehpt_runs() {
 }
 
 #[test]
+fn a_rehash_count_beyond_the_old_table_drains_it_and_does_no_more() {
+    // 256 MiB of GUPS grows each 4 KiB way to 32K lines at most: 2^16 and the bound 2^24
+    // both drain any old table at the first insertion, so the runs are identical. Each
+    // insertion used to call the rehash step that many times per way whether a way was
+    // resizing or not, which kept such a run going for hours.
+    let at = |n: u32| {
+        let c = cfg(
+            "ecpt",
+            &[&format!("schemes.hashed.table.rehash_per_insert={n}")],
+        );
+        json(&run(c).unwrap())
+    };
+    let (drained, bound) = (
+        at(1 << 16),
+        at(xlat::pt::hashed::config::MAX_REHASH_PER_INSERT),
+    );
+    assert_eq!(drained["os"]["pt"], bound["os"]["pt"]);
+    assert_eq!(drained["summary"], bound["summary"]);
+    assert!(
+        drained["os"]["pt"]["0"]["total"]["upsizes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}
+
+#[test]
+fn an_ecpt_way_grown_past_the_largest_buddy_block_is_an_error_not_a_panic() {
+    // A 2 MiB way (32768 lines) upsized by 1024 (acting as 2^10) would be 2 GiB: one buddy
+    // block holds at most 1 GiB, so the upsize must fail as out of memory. It used to reach
+    // compaction, which indexed its per-order lists past the largest order and panicked.
+    let err = run(cfg(
+        "ecpt",
+        &[
+            "os.physmem.bytes=8589934592",
+            "schemes.hashed.table.initial_lines=32768",
+            "schemes.hashed.table.scale=1024",
+            "schemes.hashed.table.downsize=0.0",
+            "workload.table_bytes=4294967296",
+        ],
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("no free contiguous 2 GiB block"), "{err}");
+}
+
+#[test]
 fn pages_migrated_by_compaction_during_the_run_are_remapped_and_shot_down() {
     // First touch on memory fragmented at 128 KiB blocks: growing the ways needs compaction,
     // which migrates data pages already mapped; every translation is still verified.

@@ -8,10 +8,12 @@
 //! `os::OsConfig`, each scheme's section...), and the whole-system type is assembled on top
 //! (`sim::SimConfig`). The helpers here are the checks those validations share.
 
+pub mod host;
 mod load;
 pub mod presets;
 mod suggest;
 
+pub use host::{HostUses, HOST_BUDGET};
 pub use load::{load, load_with, parse_override};
 
 use crate::error::{Error, Result};
@@ -27,6 +29,19 @@ pub fn pow2(key: String, what: &str, v: u64) -> Result<()> {
         return Err(Error::config(
             key,
             format!("{what} must be a non-zero power of two, got {v}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `v` ways (of a set-associative structure, or entries of a fully associative one) must be
+/// 1 to [`crate::assoc::MAX_WAYS`]: every access searches them.
+pub fn ways(key: String, v: u64) -> Result<()> {
+    let max = crate::assoc::MAX_WAYS;
+    if !(1..=max).contains(&v) {
+        return Err(Error::config(
+            key,
+            format!("must be 1 to {max} (every access searches a set's ways one by one), got {v}"),
         ));
     }
     Ok(())

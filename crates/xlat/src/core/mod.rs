@@ -74,6 +74,17 @@ impl crate::config::Validate for CoreConfig {
         nonzero("core.rob_size".into(), self.rob_size as u64)?;
         nonzero("core.lq_size".into(), self.lq_size as u64)?;
         nonzero("core.sq_size".into(), self.sq_size as u64)?;
+        for (key, size) in [
+            ("core.lq_size", self.lq_size),
+            ("core.sq_size", self.sq_size),
+        ] {
+            if size > MAX_QUEUE {
+                return Err(crate::error::Error::config(
+                    key,
+                    format!("must be at most {MAX_QUEUE}, got {size}"),
+                ));
+            }
+        }
         if self.rob_size as usize >= RING_SLOTS {
             return Err(crate::error::Error::config(
                 "core.rob_size",
@@ -89,6 +100,11 @@ impl crate::config::Validate for CoreConfig {
         Ok(())
     }
 }
+
+/// Most load- or store-queue entries (cores have 72 to 192). A queue keeps a retire cycle per
+/// entry, so its size is host memory; 65536 entries hold 16 operands (a gather's) of each of
+/// the fewer than 4096 instructions a ROB has in flight, so a larger queue never binds.
+const MAX_QUEUE: u32 = 1 << 16;
 
 /// Completion times of this many recent memory records are kept for `dep` lookups; a record
 /// further back has long retired.

@@ -3,7 +3,7 @@
 use super::kind::{MemKind, KINDS};
 use crate::assoc::Replacement;
 use crate::assoc::SetAssoc;
-use crate::config::{nonzero, pow2};
+use crate::config::{nonzero, pow2, ways, HostUses};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -30,7 +30,7 @@ impl CacheConfig {
     }
 
     pub fn validate(&self, path: &str) -> Result<()> {
-        nonzero(format!("{path}.ways"), self.ways as u64)?;
+        ways(format!("{path}.ways"), self.ways as u64)?;
         nonzero(format!("{path}.latency"), self.latency as u64)?;
         let line_sets = self.size / crate::addr::LINE_BYTES;
         if !self
@@ -52,6 +52,18 @@ impl CacheConfig {
             self.sets(),
         )
     }
+
+    /// Count `copies` caches of this size (set at `path`): a slot per 64-byte line.
+    fn host_use(&self, path: &str, copies: (u64, &'static str), uses: &mut HostUses) {
+        let lines = self.size / crate::addr::LINE_BYTES;
+        uses.add(
+            format!("{path}.size"),
+            lines,
+            "lines",
+            Cache::SLOT_BYTES,
+            copies,
+        );
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -60,6 +72,16 @@ pub struct CacheHierarchyConfig {
     pub l1d: CacheConfig,
     pub l2: CacheConfig,
     pub llc: CacheConfig,
+}
+
+impl CacheHierarchyConfig {
+    /// The private caches of each core and the shared LLC.
+    pub fn host_uses(&self, uses: &mut HostUses) {
+        let per_core = (uses.cores(), "one per core");
+        self.l1d.host_use("cache.l1d", per_core, uses);
+        self.l2.host_use("cache.l2", per_core, uses);
+        self.llc.host_use("cache.llc", (1, ""), uses);
+    }
 }
 
 impl crate::config::Validate for CacheHierarchyConfig {
@@ -135,6 +157,9 @@ const RECENT: usize = 4;
 const NO_LINE: u64 = u64::MAX;
 
 impl Cache {
+    /// Host bytes of one line's slot (config host-memory checks).
+    pub const SLOT_BYTES: u64 = SetAssoc::<Block>::SLOT_BYTES;
+
     pub fn new(cfg: &CacheConfig) -> Cache {
         Cache {
             array: SetAssoc::new(cfg.sets() as usize, cfg.ways as usize, cfg.replacement),

@@ -2,7 +2,7 @@
 
 use crate::addr::PageSize;
 use crate::assoc::Replacement;
-use crate::config::{nonzero, pow2, Validate};
+use crate::config::{nonzero, pow2, ways, HostUses, Validate};
 use crate::error::{Error, Result};
 use crate::mem::hierarchy::WalkerEntry;
 use serde::{Deserialize, Serialize};
@@ -31,7 +31,7 @@ impl TlbConfig {
         if self.entries == 0 {
             return Ok(()); // absent
         }
-        nonzero(format!("{path}.ways"), self.ways as u64)?;
+        ways(format!("{path}.ways"), self.ways as u64)?;
         nonzero(format!("{path}.latency"), self.latency as u64)?;
         if !self.entries.is_multiple_of(self.ways) {
             return Err(Error::config(
@@ -55,7 +55,25 @@ impl TlbConfig {
         }
         Ok(())
     }
+
+    /// Count `copies` arrays of this geometry (set at `path`) whose entries take `slot_bytes`
+    /// of host memory each (the entry type's [`crate::assoc::SetAssoc::SLOT_BYTES`]).
+    pub fn host_use(
+        &self,
+        path: &str,
+        slot_bytes: u64,
+        copies: (u64, &'static str),
+        uses: &mut HostUses,
+    ) {
+        let key = format!("{path}.entries");
+        uses.add(key, self.entries.into(), "entries", slot_bytes, copies);
+    }
 }
+
+/// Most page walkers a core may have: the earliest free one is searched for on every walk.
+/// Cores have 2 to 16; 4096, the bound of `core.rob_size`, is more than the walks of the
+/// instructions in flight could keep busy.
+pub const MAX_WALKERS: u32 = 4096;
 
 /// `[mmu]`: the TLB levels and walkers every scheme has (a scheme's own structures, such as
 /// page-walk caches or a range TLB, are configured in its `[schemes.<name>]` section).
@@ -76,7 +94,12 @@ pub struct MmuConfig {
 
 impl Validate for MmuConfig {
     fn validate(&self) -> Result<()> {
-        nonzero("mmu.walkers".into(), self.walkers as u64)?;
+        if !(1..=MAX_WALKERS).contains(&self.walkers) {
+            return Err(Error::config(
+                "mmu.walkers",
+                format!("must be 1 to {MAX_WALKERS}, got {}", self.walkers),
+            ));
+        }
         self.itlb.validate("mmu.itlb")?;
         for (name, t) in &self.l1tlb {
             t.validate(&format!("mmu.l1tlb.{name}"))?;
@@ -85,5 +108,19 @@ impl Validate for MmuConfig {
             t.validate(&format!("mmu.l2tlb.{name}"))?;
         }
         Ok(())
+    }
+}
+
+impl MmuConfig {
+    /// The TLBs of each core.
+    pub fn host_uses(&self, uses: &mut HostUses) {
+        let slot = super::tlb::Tlb::SLOT_BYTES;
+        let per_core = (uses.cores(), "one per core");
+        self.itlb.host_use("mmu.itlb", slot, per_core, uses);
+        for (level, tlbs) in [("l1tlb", &self.l1tlb), ("l2tlb", &self.l2tlb)] {
+            for (name, t) in tlbs {
+                t.host_use(&format!("mmu.{level}.{name}"), slot, per_core, uses);
+            }
+        }
     }
 }

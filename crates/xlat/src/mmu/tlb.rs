@@ -71,6 +71,11 @@ pub struct TlbArray<E> {
     pub stats: TlbStats,
 }
 
+impl<E> TlbArray<E> {
+    /// Host bytes of one entry (config host-memory checks).
+    pub const SLOT_BYTES: u64 = SetAssoc::<E>::SLOT_BYTES;
+}
+
 impl<E: TlbEntry> TlbArray<E> {
     pub fn new(sets: usize, ways: usize, replacement: Replacement) -> TlbArray<E> {
         TlbArray {
@@ -261,6 +266,9 @@ pub struct Tlb {
 }
 
 impl Tlb {
+    /// Host bytes of one entry (config host-memory checks).
+    pub const SLOT_BYTES: u64 = SetAssoc::<PageEntry>::SLOT_BYTES;
+
     pub fn new(cfg: &TlbConfig) -> Tlb {
         let mut sizes = cfg.page_sizes.clone();
         sizes.sort();

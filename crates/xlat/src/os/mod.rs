@@ -22,6 +22,12 @@ use crate::pt::{PageTable, PtContext};
 use crate::rng::{self, Rng};
 use serde::{Deserialize, Serialize};
 
+/// Host bytes the engine may keep per 4 KiB frame of simulated memory, however little of it
+/// is mapped: the table store's direct index and the buddy allocator's frame state. Measured
+/// against it: 1 TiB of memory at FMFI 0.95 takes 1.2 GiB, 4.7 bytes a frame.
+pub const HOST_BYTES_PER_FRAME: u64 =
+    PtStore::INDEX_BYTES_PER_FRAME + BuddyAllocator::HOST_BYTES_PER_FRAME;
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OsConfig {
@@ -113,16 +119,11 @@ impl DirectSegmentConfig {
     }
 
     fn validate(&self, path: &str) -> Result<()> {
-        if !self.filter_bits.is_power_of_two() || self.filter_bits > 1 << 16 {
-            return Err(Error::config(
-                format!("{path}.filter_bits"),
-                format!(
-                    "must be a power of two up to 65536, got {}",
-                    self.filter_bits
-                ),
-            ));
-        }
-        Ok(())
+        crate::pt::direct::check_escapes(
+            (&format!("{path}.filter_bits"), self.filter_bits),
+            (&format!("{path}.filter_hashes"), self.filter_hashes),
+            (&format!("{path}.bad_pages"), self.bad_pages),
+        )
     }
 }
 
@@ -155,6 +156,19 @@ pub enum ThpPolicy {
 }
 
 impl OsConfig {
+    /// The frame state of physical memory, kept `copies` times (twice on a VMM that backs
+    /// each frame of its guest with one of its own).
+    pub fn host_uses(
+        &self,
+        path: &str,
+        copies: (u64, &'static str),
+        uses: &mut crate::config::HostUses,
+    ) {
+        let key = format!("{path}.physmem.bytes");
+        let frames = self.physmem.frames();
+        uses.add(key, frames, "4 KiB frames", HOST_BYTES_PER_FRAME, copies);
+    }
+
     pub fn validate(&self, path: &str) -> Result<()> {
         self.physmem.validate(&format!("{path}.physmem"))?;
         self.swap.validate(&format!("{path}.swap"))?;

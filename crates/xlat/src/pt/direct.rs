@@ -7,9 +7,56 @@
 //! that is not (a false positive): that page then translates through paging too, so the OS
 //! maps it at its segment address as well.
 
+use crate::error::{Error, Result};
 use crate::rng::Rng;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
+
+/// Bits of the largest escape filter (§IX-C uses 256).
+pub const MAX_FILTER_BITS: u32 = 1 << 16;
+
+/// Most H3 hashes an escape filter may have. Every check of a segment address computes them
+/// all, so they are work per access; with 64, even a 256-bit filter holding one page says
+/// "escaped" of another with probability (1 - e^(-64/256))^64, below 1e-41.
+pub const MAX_FILTER_HASHES: u32 = 64;
+
+/// Most bad pages a segment may have: as many as the largest filter has bits. With more,
+/// the filter's bits are nearly all set (each page sets one per hash), so nearly every
+/// address looks escaped; and each bad page is drawn at boot and remembered in host memory.
+pub const MAX_BAD_PAGES: u32 = MAX_FILTER_BITS;
+
+/// Check the escape filter and bad pages of a segment's config: `(key, value)` of its
+/// filter bits, filter hashes and bad pages.
+pub fn check_escapes(bits: (&str, u32), hashes: (&str, u32), bad_pages: (&str, u32)) -> Result<()> {
+    if !bits.1.is_power_of_two() || bits.1 > MAX_FILTER_BITS {
+        return Err(Error::config(
+            bits.0,
+            format!(
+                "must be a power of two up to {MAX_FILTER_BITS}, got {}",
+                bits.1
+            ),
+        ));
+    }
+    if hashes.1 > MAX_FILTER_HASHES {
+        return Err(Error::config(
+            hashes.0,
+            format!(
+                "must be at most {MAX_FILTER_HASHES} (each check computes every hash), got {}",
+                hashes.1
+            ),
+        ));
+    }
+    if bad_pages.1 > MAX_BAD_PAGES {
+        return Err(Error::config(
+            bad_pages.0,
+            format!(
+                "must be at most {MAX_BAD_PAGES} (more would fill any escape filter), got {}",
+                bad_pages.1
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// A direct segment (Basu et al., ISCA'13; Gandhi et al. §II-B): the addresses
 /// `BASE <= a < LIMIT` translate to `a - BASE + to`, by one addition and no page table.
@@ -64,7 +111,7 @@ impl EscapeFilter {
     /// A filter of `bits` bits (a power of two, at most 65536) with `hashes` H3 hashes whose
     /// rows come from `rng`.
     pub fn new(bits: u32, hashes: u32, rng: &mut Rng) -> EscapeFilter {
-        debug_assert!(bits.is_power_of_two() && bits <= 1 << 16);
+        debug_assert!(bits.is_power_of_two() && bits <= MAX_FILTER_BITS);
         let mask = (bits - 1) as u16;
         let rows = (0..hashes)
             .map(|_| std::array::from_fn(|_| rng.next_u64() as u16 & mask))

@@ -45,6 +45,10 @@ pub struct PtStore {
 }
 
 impl PtStore {
+    /// Host bytes the direct index may take per frame of simulated memory: one slot number,
+    /// up to the highest table frame (which, with fragmented memory, may be near the top).
+    pub const INDEX_BYTES_PER_FRAME: u64 = std::mem::size_of::<u32>() as u64;
+
     pub fn new() -> PtStore {
         PtStore::default()
     }

@@ -20,6 +20,7 @@ pub mod rmm;
 pub mod utopia;
 pub mod virt;
 
+use crate::config::HostUses;
 use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
 use crate::mmu::config::MmuConfig;
@@ -67,6 +68,10 @@ pub trait Scheme: 'static {
     fn vmm(_ctx: &BuildCtx) -> Result<Option<Vmm>> {
         Ok(None)
     }
+
+    /// Whether [`Scheme::vmm`] gives a VMM: the config's host-memory check then counts the
+    /// VMM's memory, which nothing is built for otherwise.
+    const VIRTUALIZED: bool = false;
 }
 
 /// Something to do with a scheme's type, chosen by name at run time.
@@ -131,6 +136,12 @@ macro_rules! sections {
                 $(self.$name.validate(concat!("schemes.", stringify!($name)))?;)*
                 Ok(())
             }
+
+            /// What each section's structures take, whether or not the run's scheme builds
+            /// them (a section it does not use is validated all the same).
+            pub fn host_uses(&self, uses: &mut HostUses) {
+                $(self.$name.host_uses(concat!("schemes.", stringify!($name)), uses);)*
+            }
         }
     };
 }
@@ -150,6 +161,18 @@ fn unknown(name: &str) -> Error {
         "scheme",
         format!("unknown scheme `{name}` (known: {})", known.join(", ")),
     )
+}
+
+/// Whether scheme `name` runs its OS on a VMM ([`Scheme::VIRTUALIZED`]).
+pub fn virtualized(name: &str) -> Result<bool> {
+    struct Virtualized;
+    impl Visitor for Virtualized {
+        type Output = bool;
+        fn visit<S: Scheme>(self) -> bool {
+            S::VIRTUALIZED
+        }
+    }
+    visit(name, Virtualized)
 }
 
 /// Whether `name` is a registered scheme.

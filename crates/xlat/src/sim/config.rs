@@ -1,8 +1,9 @@
 //! The whole-system config: one TOML document describes a simulated system and its run. Each
 //! section is the config type of the component that owns it; this type only assembles them and
-//! checks what spans several (physical memory against the DRAM geometry).
+//! checks what spans several (physical memory against the DRAM geometry, the host memory of
+//! all the structures the sections size).
 
-use crate::config::{self, Validate};
+use crate::config::{self, HostUses, Validate};
 use crate::core::CoreConfig;
 use crate::error::{Error, Result};
 use crate::mem::cache::CacheHierarchyConfig;
@@ -196,6 +197,36 @@ impl SimConfig {
         }
     }
 
+    /// The host memory of the structures this config sizes, section by section (see
+    /// [`crate::config::host`]): what each core, each process and the system builds.
+    pub fn host_uses(&self) -> Result<HostUses> {
+        let processes = match &self.workload {
+            WorkloadConfig::Mix(m) => m.members.len() as u64,
+            _ => 1,
+        };
+        let mut uses = HostUses::new(self.sim.cores.into(), processes);
+        self.mmu.host_uses(&mut uses);
+        self.cache.host_uses(&mut uses);
+        self.dram.host_uses("dram", &mut uses);
+        let vmm = crate::schemes::virtualized(&self.scheme)?;
+        let guest_copies = if vmm && self.schemes.virt.backs_guest() {
+            (2, "the guest's frames and the VMM's backing them")
+        } else {
+            (1, "")
+        };
+        self.os.host_uses("os", guest_copies, &mut uses);
+        self.schemes.host_uses(&mut uses);
+        if vmm {
+            let (virt, guest) = (&self.schemes.virt, self.os.physmem.bytes);
+            virt.vmm_host_uses("schemes.virt", guest, &mut uses);
+        }
+        // The records the fast-forward keeps to replay (a mix splits them among programs).
+        let record = std::mem::size_of::<crate::trace::Record>() as u64;
+        let warm = self.sim.fast_forward_warm_records;
+        uses.once("sim.fast_forward_warm_records", warm, "records", record);
+        Ok(uses)
+    }
+
     /// The config as TOML text (what is saved beside a run's stats).
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("a validated config always serialises")
@@ -261,6 +292,7 @@ impl Validate for SimConfig {
                 ));
             }
         }
-        Ok(())
+        // Last: the estimates take the geometry checked above as given.
+        self.host_uses()?.check(config::HOST_BUDGET)
     }
 }

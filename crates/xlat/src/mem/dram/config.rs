@@ -190,6 +190,17 @@ pub(super) fn parse_mapping(mapping: &str) -> std::result::Result<[Field; 5], St
 }
 
 impl DramConfig {
+    /// The state of every bank (and of the ranks, bank groups and channels).
+    pub fn host_uses(&self, path: &str, uses: &mut crate::config::HostUses) {
+        let banks = u64::from(self.channels) * u64::from(self.ranks) * u64::from(self.banks);
+        uses.once(
+            format!("{path}.banks"),
+            banks,
+            "banks in all",
+            super::HOST_BYTES_PER_BANK,
+        );
+    }
+
     /// Check the config; errors name the offending key as `{path}.field`.
     pub fn validate(&self, path: &str) -> Result<()> {
         let err = |key: &str, msg: String| Error::config(format!("{path}.{key}"), msg);

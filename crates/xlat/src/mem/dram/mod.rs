@@ -291,6 +291,13 @@ struct Rank {
     act_horizon: u64,
 }
 
+/// Host bytes of one bank's state with its share of its rank's, bank group's and channel's
+/// (a bank has at most one of each): config host-memory checks.
+const HOST_BYTES_PER_BANK: u64 = (std::mem::size_of::<Bank>()
+    + std::mem::size_of::<Rank>()
+    + std::mem::size_of::<Calendar>()
+    + std::mem::size_of::<Channel>()) as u64;
+
 /// The data bus tag of a burst: its direction, rank and bank group, which the turnaround
 /// between two bursts depends on.
 #[inline]

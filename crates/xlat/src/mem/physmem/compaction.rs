@@ -14,7 +14,7 @@
 //! The time compaction takes is part of the measured allocation cost the caller charges
 //! (`schemes.hashed.table.alloc_cost`, measured at 0.7 FMFI), so it is not added here.
 
-use super::{block_frames, BuddyAllocator};
+use super::{block_frames, BuddyAllocator, MAX_ORDER};
 use crate::addr::Pfn;
 
 /// A set of frame numbers, one bit per frame of memory: every 4 KiB data page a process maps
@@ -137,6 +137,11 @@ impl BuddyAllocator {
     /// Allocate `2^order` contiguous frames: a free block if there is one, otherwise a range
     /// emptied by compaction. `None` if neither works.
     pub fn alloc_contiguous(&mut self, order: u32) -> Option<Pfn> {
+        // No block is larger than the largest order, and compaction cannot make one: its
+        // search counts free blocks by order, up to `order`.
+        if order > MAX_ORDER {
+            return None;
+        }
         if let Some(p) = self.alloc(order) {
             return Some(p);
         }
@@ -252,6 +257,17 @@ mod tests {
             fmfi_order: 9,
         }));
         a
+    }
+
+    #[test]
+    fn a_block_beyond_the_largest_order_is_refused_not_compacted_for() {
+        // An ECPT way of 2^30 lines (64 GiB) asks for order 24; before this was checked the
+        // compaction search indexed its per-order free lists past their end.
+        let mut a = fragmented(1 << 18, 0.5, 1);
+        let free = a.free_frames();
+        assert_eq!(a.alloc_contiguous(MAX_ORDER + 6), None);
+        assert_eq!(a.free_frames(), free);
+        a.assert_invariants();
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use super::cost::{self, CostPoint};
 use super::hash::{HashKind, CRC_FUNCTIONS};
+use crate::config::HostUses;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +32,12 @@ pub enum HptKind {
 /// (200 cycles, ME-HPT Table III; the handler's out-of-order window overlaps the two
 /// misses) plus about 50 cycles of instructions.
 pub const DEFAULT_REHASH_CYCLES_PER_ENTRY: u64 = 250;
+
+/// Most entries `rehash_per_insert` may ask each resizing way to move per insertion: 2^24,
+/// the lines of the largest ECPT way (one buddy block of at most 1 GiB). At that count one
+/// insertion finishes any ECPT resize, so a larger one asks for nothing more; the bound
+/// keeps the count a statement about rehashing rather than a number no table reaches.
+pub const MAX_REHASH_PER_INSERT: u32 = 1 << 24;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -120,6 +127,19 @@ impl HashedConfig {
         self.scale.max(2).ilog2()
     }
 
+    /// The tables a process starts with: `initial_lines` 64-byte lines per way, for each
+    /// page size it maps (the lines live in host memory, as all page-table memory does).
+    pub fn host_uses(&self, path: &str, uses: &mut HostUses) {
+        let copies = self.ways as u64 * crate::addr::PageSize::ALL.len() as u64 * uses.processes();
+        uses.add(
+            format!("{path}.initial_lines"),
+            self.initial_lines,
+            "lines",
+            crate::addr::LINE_BYTES,
+            (copies, "one per way, page size and process"),
+        );
+    }
+
     pub fn validate(&self, path: &str) -> Result<()> {
         if !(2..=CRC_FUNCTIONS).contains(&self.ways) {
             return Err(Error::config(
@@ -157,10 +177,14 @@ impl HashedConfig {
                 "must be 1..=1000",
             ));
         }
-        if self.rehash_per_insert == 0 {
+        if !(1..=MAX_REHASH_PER_INSERT).contains(&self.rehash_per_insert) {
             return Err(Error::config(
                 format!("{path}.rehash_per_insert"),
-                "must be at least 1 (or resizes never finish)",
+                format!(
+                    "must be 1 (or resizes never finish) to {MAX_REHASH_PER_INSERT} (the lines \
+                     of the largest ECPT way: more moves nothing more), got {}",
+                    self.rehash_per_insert
+                ),
             ));
         }
         if !(self.cwt_section_lines.is_power_of_two() && self.cwt_section_lines <= 64) {
@@ -262,6 +286,10 @@ mod tests {
             ),
             (
                 Box::new(|c| c.rehash_per_insert = 0),
+                "schemes.hashed.table.rehash_per_insert",
+            ),
+            (
+                Box::new(|c| c.rehash_per_insert = MAX_REHASH_PER_INSERT + 1),
                 "schemes.hashed.table.rehash_per_insert",
             ),
             (

@@ -278,7 +278,13 @@ impl ElasticTable {
         // The OS was invoked: migrate some entries of every resizing way (§II-B), then
         // check the occupancy thresholds.
         for w in 0..self.ways.len() {
+            // A step moves an entry of a way being resized and does nothing otherwise, so
+            // the loop ends when the way is not (or no longer) resizing: the count bounds the
+            // entries moved, and a large one drains the old table without spinning on.
             for _ in 0..self.p.rehash_per_insert {
+                if self.ways[w].resize.is_none() {
+                    break;
+                }
                 self.rehash_step(env, w)?;
             }
         }

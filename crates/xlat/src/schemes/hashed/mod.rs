@@ -6,6 +6,7 @@ pub mod walker;
 
 use super::{BuildCtx, Scheme, TableOf};
 use crate::addr::{PageSize, Pfn, VirtAddr};
+use crate::config::HostUses;
 use crate::error::Result;
 use crate::mem::physmem::BuddyAllocator;
 use crate::mmu::walk::WalkPlan;
@@ -32,6 +33,11 @@ impl HashedSchemeConfig {
     pub fn validate(&self, path: &str) -> Result<()> {
         self.table.validate(&format!("{path}.table"))?;
         self.walker.validate(&format!("{path}.walker"))
+    }
+
+    pub fn host_uses(&self, path: &str, uses: &mut HostUses) {
+        self.table.host_uses(&format!("{path}.table"), uses);
+        self.walker.host_uses(&format!("{path}.walker"), uses);
     }
 }
 

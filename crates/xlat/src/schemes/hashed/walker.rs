@@ -13,6 +13,7 @@
 
 use crate::addr::{PageSize, Pfn, VirtAddr};
 use crate::assoc::{Replacement, SetAssoc};
+use crate::config::HostUses;
 use crate::error::{Error, Result};
 use crate::mem::MemKind;
 use crate::mmu::walk::WalkPlan;
@@ -57,7 +58,31 @@ impl HptWalkerConfig {
                 "must be at least 1 cycle (hashing is never free)",
             ));
         }
+        for (key, entries) in [
+            ("pmd_cwc_entries", self.pmd_cwc_entries),
+            ("pud_cwc_entries", self.pud_cwc_entries),
+        ] {
+            // Fully associative: a lookup searches every entry. 0 is no CWC.
+            if entries > 0 {
+                crate::config::ways(format!("{path}.{key}"), entries.into())?;
+            }
+        }
         Ok(())
+    }
+
+    /// The two CWCs of each core.
+    pub fn host_uses(&self, path: &str, uses: &mut HostUses) {
+        for (key, entries) in [
+            ("pmd_cwc_entries", self.pmd_cwc_entries),
+            ("pud_cwc_entries", self.pud_cwc_entries),
+        ] {
+            uses.per_core(
+                format!("{path}.{key}"),
+                entries.into(),
+                "entries",
+                Cwc::SLOT_BYTES,
+            );
+        }
     }
 }
 
@@ -83,6 +108,8 @@ struct Cwc {
 }
 
 impl Cwc {
+    const SLOT_BYTES: u64 = SetAssoc::<RawEntry>::SLOT_BYTES;
+
     fn new(entries: u32) -> Cwc {
         Cwc {
             array: (entries > 0).then(|| SetAssoc::new(1, entries as usize, Replacement::Lru)),

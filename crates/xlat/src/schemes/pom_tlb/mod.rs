@@ -18,7 +18,7 @@ use super::radix::RadixWalker;
 use super::{BuildCtx, Scheme, TableOf};
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn, BASE_PAGE_BYTES};
 use crate::assoc::Replacement;
-use crate::config::{nonzero, pow2};
+use crate::config::{pow2, ways, HostUses};
 use crate::error::{Error, Result};
 use crate::mem::hierarchy::WalkerEntry;
 use crate::mem::physmem::{BuddyAllocator, MAX_ORDER};
@@ -73,7 +73,7 @@ impl Default for PomTlbConfig {
 impl PomTlbConfig {
     pub fn validate(&self, path: &str) -> Result<()> {
         pow2(format!("{path}.entries"), "entries", self.entries)?;
-        nonzero(format!("{path}.ways"), self.ways)?;
+        ways(format!("{path}.ways"), self.ways)?;
         pow2(format!("{path}.ways"), "ways", self.ways)?;
         if self.ways > self.entries {
             return Err(Error::config(
@@ -108,6 +108,13 @@ impl PomTlbConfig {
                 ),
             )),
         }
+    }
+
+    /// The array, shared by the cores: its entries are held in host memory as well as laid
+    /// out in simulated DRAM.
+    pub fn host_uses(&self, path: &str, uses: &mut HostUses) {
+        let slot = crate::mmu::tlb::TlbArray::<crate::mmu::tlb::PageEntry>::SLOT_BYTES;
+        uses.once(format!("{path}.entries"), self.entries, "entries", slot);
     }
 
     /// The array's shape (valid after `validate`).

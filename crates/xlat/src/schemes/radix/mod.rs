@@ -7,6 +7,7 @@ pub mod walker;
 use super::{BuildCtx, Scheme, TableOf};
 use crate::addr::{PageSize, Pfn, VirtAddr};
 use crate::assoc::Replacement;
+use crate::config::HostUses;
 use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
 use crate::mmu::config::TlbConfig;
@@ -77,6 +78,24 @@ impl RadixConfig {
             c.validate(&format!("{path}.pwc_levels.{name}"))?;
         }
         Ok(())
+    }
+
+    /// The PWCs of each core: `pwc` at each level `pwc_levels` does not give its own.
+    pub fn host_uses(&self, path: &str, uses: &mut HostUses) {
+        let slot = RadixWalker::PWC_SLOT_BYTES;
+        // The levels whose geometry is `pwc` itself, as the walker is built.
+        let shared = self
+            .pwc_geometry()
+            .iter()
+            .filter(|c| c.is_some_and(|c| std::ptr::eq(c, &self.pwc)))
+            .count() as u64;
+        let copies = (shared * uses.cores(), "one per PWC level and core");
+        self.pwc
+            .host_use(&format!("{path}.pwc"), slot, copies, uses);
+        let per_core = (uses.cores(), "one per core");
+        for (name, c) in &self.pwc_levels {
+            c.host_use(&format!("{path}.pwc_levels.{name}"), slot, per_core, uses);
+        }
     }
 
     /// The PWC geometry of each level (`pd`, `pdpt`, `pml4`, `pml5`).

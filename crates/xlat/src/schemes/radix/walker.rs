@@ -47,6 +47,9 @@ fn pwc_tag(prefix: u64, asid: u16) -> u64 {
 }
 
 impl RadixWalker {
+    /// Host bytes of one PWC entry (config host-memory checks).
+    pub const PWC_SLOT_BYTES: u64 = SetAssoc::<Pfn>::SLOT_BYTES;
+
     /// The walker with the PWCs `geometry` gives each level (`pd`, `pdpt`, `pml4`, `pml5`),
     /// absent where it gives none.
     pub fn new(geometry: [Option<&TlbConfig>; 4]) -> RadixWalker {

@@ -20,6 +20,7 @@ mod tests;
 use super::radix::RadixWalker;
 use super::{BuildCtx, Scheme, TableOf};
 use crate::addr::{PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
+use crate::config::HostUses;
 use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
 use crate::mem::{Hierarchy, Level, MemKind};
@@ -72,6 +73,17 @@ impl RmmConfig {
         }
         range_table::check_node_entries(self.node_entries, &format!("{path}.node_entries"))?;
         Ok(())
+    }
+
+    /// The range TLB of each core.
+    pub fn host_uses(&self, path: &str, uses: &mut HostUses) {
+        let key = format!("{path}.range_tlb_entries");
+        uses.per_core(
+            key,
+            self.range_tlb_entries.into(),
+            "entries",
+            RangeTlb::SLOT_BYTES,
+        );
     }
 }
 

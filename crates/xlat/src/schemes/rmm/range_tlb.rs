@@ -61,6 +61,9 @@ pub struct RangeTlb {
 }
 
 impl RangeTlb {
+    /// Host bytes of one entry (config host-memory checks).
+    pub const SLOT_BYTES: u64 = TlbArray::<RangeEntry>::SLOT_BYTES;
+
     pub fn new(capacity: usize) -> RangeTlb {
         RangeTlb {
             entries: TlbArray::new(1, capacity, Replacement::Lru),

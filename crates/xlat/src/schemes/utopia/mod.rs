@@ -29,6 +29,7 @@ mod tests;
 use super::radix::RadixWalker;
 use super::{BuildCtx, Scheme, TableOf};
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
+use crate::config::HostUses;
 use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
 use crate::mem::Hierarchy;
@@ -182,6 +183,34 @@ impl UtopiaConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The SF and TAR caches of each core; the OS's state of each RestSeg slot, and each
+    /// process's TAR and SF, which live in (host-held) table memory.
+    pub fn host_uses(&self, path: &str, uses: &mut HostUses) {
+        for (key, bytes) in [
+            ("sf_cache_bytes", self.sf_cache_bytes),
+            ("tar_cache_bytes", self.tar_cache_bytes),
+        ] {
+            let lines = bytes / crate::addr::LINE_BYTES;
+            uses.per_core(
+                format!("{path}.{key}"),
+                lines,
+                "lines",
+                rsw::MetaCache::SLOT_BYTES,
+            );
+        }
+        let per_slot =
+            placement::SLOT_HOST_BYTES + uses.processes() * restseg::MAX_TAR_SF_BYTES_PER_SLOT;
+        for (i, seg) in self.restsegs.iter().enumerate() {
+            let slots = seg.bytes / seg.page.bytes();
+            uses.once(
+                format!("{path}.restsegs[{i}].bytes"),
+                slots,
+                "slots",
+                per_slot,
+            );
+        }
     }
 }
 

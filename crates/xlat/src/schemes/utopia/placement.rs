@@ -101,6 +101,12 @@ enum Origin {
     Migration,
 }
 
+/// Host bytes [`SegState`] keeps per slot: its owner, RRPV, translation count and origin.
+pub const SLOT_HOST_BYTES: u64 = (std::mem::size_of::<Option<(u16, Vpn)>>()
+    + std::mem::size_of::<u8>()
+    + std::mem::size_of::<u32>()
+    + std::mem::size_of::<bool>()) as u64;
+
 /// The OS's view of one RestSeg: the global TAR (owner of each slot) and DRRIP state.
 struct SegState {
     seg: RestSeg,

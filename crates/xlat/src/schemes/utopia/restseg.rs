@@ -26,6 +26,11 @@ use crate::mem::physmem::MAX_ORDER;
 pub const TAR_META_BITS: u32 = 8;
 pub const TAR_VALID: u64 = 1;
 
+/// Most bytes a process's TAR and SF take per slot of a RestSeg: a TAR entry of at most 8
+/// bytes (tag and metadata rounded up to 1, 2, 4 or 8) and an SF counter of at most a
+/// byte per set, less per slot.
+pub const MAX_TAR_SF_BYTES_PER_SLOT: u64 = 8 + 1;
+
 /// One RestSeg.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RestSeg {

@@ -40,6 +40,9 @@ pub struct MetaCache {
 }
 
 impl MetaCache {
+    /// Host bytes of one line's slot (config host-memory checks).
+    pub const SLOT_BYTES: u64 = SetAssoc::<()>::SLOT_BYTES;
+
     pub fn new(bytes: u64) -> MetaCache {
         let lines = (bytes / 64) as usize;
         MetaCache {

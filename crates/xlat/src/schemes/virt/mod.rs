@@ -7,8 +7,9 @@
 pub mod walker;
 
 use super::{BuildCtx, Scheme, TableOf};
-use crate::addr::{PageSize, Pfn, VirtAddr};
+use crate::addr::{PageSize, Pfn, VirtAddr, BASE_PAGE_BYTES};
 use crate::assoc::Replacement;
+use crate::config::HostUses;
 use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
 use crate::mem::Hierarchy;
@@ -117,15 +118,17 @@ impl VirtConfig {
                 format!("must be 0 or a multiple of 1 GiB, got {}", self.host_bytes),
             ));
         }
-        if !self.escape_filter_bits.is_power_of_two() || self.escape_filter_bits > 1 << 16 {
-            return Err(Error::config(
-                format!("{path}.escape_filter_bits"),
-                format!(
-                    "must be a power of two up to 65536, got {}",
-                    self.escape_filter_bits
-                ),
-            ));
-        }
+        crate::pt::direct::check_escapes(
+            (
+                &format!("{path}.escape_filter_bits"),
+                self.escape_filter_bits,
+            ),
+            (
+                &format!("{path}.escape_filter_hashes"),
+                self.escape_filter_hashes,
+            ),
+            (&format!("{path}.vmm_bad_pages"), self.vmm_bad_pages),
+        )?;
         if !self.balloon_reserve_bytes.is_multiple_of(2 << 20) {
             return Err(Error::config(
                 format!("{path}.balloon_reserve_bytes"),
@@ -149,6 +152,54 @@ impl VirtConfig {
         }
         self.host_pwc.validate(&format!("{path}.host_pwc"))?;
         self.nested_tlb.validate(&format!("{path}.nested_tlb"))
+    }
+
+    /// The nested page table's PWCs (one per non-leaf level) and the nested TLB of each core.
+    pub fn host_uses(&self, path: &str, uses: &mut HostUses) {
+        let levels = (3 * uses.cores(), "one per PWC level and core");
+        let slot = RadixWalker::PWC_SLOT_BYTES;
+        self.host_pwc
+            .host_use(&format!("{path}.host_pwc"), slot, levels, uses);
+        let per_core = (uses.cores(), "one per core");
+        self.nested_tlb.host_use(
+            &format!("{path}.nested_tlb"),
+            Tlb::SLOT_BYTES,
+            per_core,
+            uses,
+        );
+    }
+
+    /// Whether the VMM's memory is sized to its guest's (`host_bytes = 0`): it then backs
+    /// each frame of guest memory with one of its own, and the frame state of the guest's
+    /// memory (its `os.physmem.bytes`) is kept twice.
+    pub fn backs_guest(&self) -> bool {
+        self.host_bytes == 0
+    }
+
+    /// The frame state of the VMM's host memory and of the guest's balloon reserve, for a
+    /// scheme that runs the OS on a VMM with `guest_bytes` of memory (the frames of the
+    /// guest's own memory are `os.physmem.bytes`'s: [`VirtConfig::backs_guest`]).
+    pub fn vmm_host_uses(&self, path: &str, guest_bytes: u64, uses: &mut HostUses) {
+        let per_frame = crate::os::HOST_BYTES_PER_FRAME;
+        let frames = |bytes: u64| bytes / BASE_PAGE_BYTES;
+        let (reserve_copies, host) = if self.backs_guest() {
+            // The host memory beyond the guest's frames and reserve: the I/O gap, rounding
+            // and the 1 GiB for the nested tables.
+            let host = self.vmm(guest_bytes, false).host_bytes;
+            let beyond = host.saturating_sub(guest_bytes + self.balloon_reserve_bytes);
+            ((2, "in the guest's memory and the VMM's"), beyond)
+        } else {
+            ((1, ""), self.host_bytes)
+        };
+        let reserve = frames(self.balloon_reserve_bytes);
+        let key = format!("{path}.balloon_reserve_bytes");
+        uses.add(key, reserve, "4 KiB frames", per_frame, reserve_copies);
+        uses.once(
+            format!("{path}.host_bytes"),
+            frames(host),
+            "4 KiB frames",
+            per_frame,
+        );
     }
 
     /// The VMM of a guest with `guest_bytes` of memory; `shadow`: it shadows the guest's
@@ -307,6 +358,8 @@ impl MmuScheme for NestedWalker {
 pub struct Virt;
 
 impl Scheme for Virt {
+    const VIRTUALIZED: bool = true;
+
     type Mmu = NestedWalker;
 
     fn mmu(ctx: &BuildCtx) -> Result<NestedWalker> {
@@ -453,6 +506,8 @@ impl MmuScheme for ShadowWalker {
 pub struct Shadow;
 
 impl Scheme for Shadow {
+    const VIRTUALIZED: bool = true;
+
     type Mmu = ShadowWalker;
 
     fn mmu(ctx: &BuildCtx) -> Result<ShadowWalker> {

@@ -215,13 +215,16 @@ pub fn boot_os<S: Scheme>(cfg: &SimConfig) -> Result<Os<TableOf<S>>> {
     let new_table =
         Box::new(move |pt: &mut PtContext, pid| S::new_table(&build_ctx(&own), pt, pid));
     let ctx = build_ctx(cfg);
-    Os::new(
-        &cfg.os,
-        cfg.seed,
-        new_table,
-        S::frames(&ctx)?,
-        S::vmm(&ctx)?,
-    )
+    let frames = S::frames(&ctx)?;
+    let vmm = S::vmm(&ctx)?;
+    // The config's host-memory check counted the VMM's memory by this flag.
+    debug_assert_eq!(
+        vmm.is_some(),
+        S::VIRTUALIZED,
+        "Scheme::VIRTUALIZED of {}",
+        cfg.scheme
+    );
+    Os::new(&cfg.os, cfg.seed, new_table, frames, vmm)
 }
 
 impl<S: Scheme> System<S> {
