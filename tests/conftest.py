@@ -39,11 +39,14 @@ CliResult = subprocess.CompletedProcess
 def run_cli(tmp_path: Path) -> Callable[..., CliResult]:
     """Run ``python -m xlat ARGS...`` in a subprocess (cwd: a temporary directory)."""
 
-    def _run(*args: str | Path, timeout: float = 300) -> CliResult:
+    def _run(
+        *args: str | Path, timeout: float = 300, env: dict[str, str] | None = None
+    ) -> CliResult:
         argv: Sequence[str] = [sys.executable, "-m", "xlat", *map(str, args)]
         return subprocess.run(
             argv,
             cwd=tmp_path,
+            env=env,
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -55,31 +54,15 @@ def test_a_bad_progress_argument_is_an_error() -> None:
 
 
 @pytest.mark.engine
-def test_a_run_without_a_terminal_prints_progress_lines_and_json_stays_clean(tmp_path) -> None:
+def test_a_run_without_a_terminal_prints_progress_lines_and_json_stays_clean(run_cli) -> None:
     # A line every 50 ms instead of every minute; the run takes a second or more.
     env = dict(os.environ, XLAT_PROGRESS_SECONDS="0.05")
-    done = subprocess.run(
-        [sys.executable, "-m", "xlat", "run", "-w", "gups", "--refs", "2M", "--json"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-    )
+    done = run_cli("run", "-w", "gups", "--refs", "2M", "--json", timeout=600, env=env)
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("xlat: ")]
     assert lines, done.stderr
     assert "of 2,000,000 references" in lines[-1] and "after" in lines[-1]
     assert json.loads(done.stdout)["core"]["memory_refs"] == 2_000_000
     # --no-progress: nothing.
-    quiet = subprocess.run(
-        [sys.executable, "-m", "xlat", "run", "-w", "gups", "--refs", "200k", "--no-progress"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-    )
+    quiet = run_cli("run", "-w", "gups", "--refs", "200k", "--no-progress", env=env)
     assert quiet.returncode == 0 and "xlat: " not in quiet.stderr

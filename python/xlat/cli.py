@@ -40,6 +40,7 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
     import tomli as tomllib
 
 from . import api
+from .progress import is_terminal
 from .summary import format_comparison, format_summary, speedup
 
 __all__ = ["CliError", "build_parser", "main", "parse_count", "parse_grid"]
@@ -178,12 +179,7 @@ def _overrides(args: argparse.Namespace) -> list[str]:
 
 def _progress(args: argparse.Namespace) -> bool:
     """A bar counting a sweep's runs: on a terminal, unless --no-progress."""
-    if getattr(args, "no_progress", False):
-        return False
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
+    return not getattr(args, "no_progress", False) and is_terminal(sys.stderr)
 
 
 def _run_progress(args: argparse.Namespace) -> str:

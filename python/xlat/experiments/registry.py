@@ -245,6 +245,13 @@ NO_PUBLISHED_VALUES = (
 )
 
 
+def _comparison_caption(table: pd.DataFrame, verdict: str, rest: str) -> str:
+    """The caption of a comparison with the paper in a report: the verdict, what an empty
+    table means, then ``rest`` (notes)."""
+    empty = f" {NO_PUBLISHED_VALUES}" if table.empty else ""
+    return f"Ours vs the paper; {verdict}.{empty} {rest}"
+
+
 def _markdown(frame: pd.DataFrame) -> str:
     if frame.empty:
         return NO_PUBLISHED_VALUES + "\n"
@@ -472,10 +479,12 @@ def reproduce(
         figures=analysis.figures,
         tables=[
             (
-                f"Ours vs the paper; {verdict}."
-                + (f" {NO_PUBLISHED_VALUES}" if table.empty else "")
-                + f" {analysis.summary} {rep.notes}"
-                + "".join(f" Did not finish: {line}." for line in unfinished),
+                _comparison_caption(
+                    table,
+                    verdict,
+                    f"{analysis.summary} {rep.notes}"
+                    + "".join(f" Did not finish: {line}." for line in unfinished),
+                ),
                 table,
             ),
             *analysis.tables,
@@ -492,8 +501,7 @@ def write_combined_report(outcomes: Sequence[Outcome], path: PathLike, scale: st
     sections = []
     for o in outcomes:
         rep = o.reproduction
-        empty = f" {NO_PUBLISHED_VALUES}" if o.comparison.empty else ""
-        caption = f"Ours vs the paper; {o.direction}.{empty} {rep.notes}"
+        caption = _comparison_caption(o.comparison, o.direction, rep.notes)
         sections.append(
             Section(
                 f"{rep.id}: {rep.paper} {rep.figure}: {rep.title}",

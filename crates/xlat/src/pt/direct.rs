@@ -37,25 +37,21 @@ pub fn check_escapes(bits: (&str, u32), hashes: (&str, u32), bad_pages: (&str, u
             ),
         ));
     }
-    if hashes.1 > MAX_FILTER_HASHES {
-        return Err(Error::config(
-            hashes.0,
-            format!(
-                "must be at most {MAX_FILTER_HASHES} (each check computes every hash), got {}",
-                hashes.1
-            ),
-        ));
-    }
-    if bad_pages.1 > MAX_BAD_PAGES {
-        return Err(Error::config(
-            bad_pages.0,
-            format!(
-                "must be at most {MAX_BAD_PAGES} (more would fill any escape filter), got {}",
-                bad_pages.1
-            ),
-        ));
-    }
-    Ok(())
+    let at_most = |(key, value): (&str, u32), max: u32, why: &str| {
+        if value > max {
+            return Err(Error::config(
+                key,
+                format!("must be at most {max} ({why}), got {value}"),
+            ));
+        }
+        Ok(())
+    };
+    at_most(hashes, MAX_FILTER_HASHES, "each check computes every hash")?;
+    at_most(
+        bad_pages,
+        MAX_BAD_PAGES,
+        "more would fill any escape filter",
+    )
 }
 
 /// A direct segment (Basu et al., ISCA'13; Gandhi et al. §II-B): the addresses
