@@ -50,9 +50,9 @@ impl Calendar {
 
     /// The earliest start `s >= at` of a booking tagged `tag` that overlaps none, where a
     /// booking tagged `a` followed by one tagged `b` must leave `gap(a, b)` idle cycles
-    /// between them (at most `max_gap`): after every booking before it, and before the next.
-    /// (A gap is a turnaround of the bus, so the next booking ends it; the longest, tWTR,
-    /// is a rank's and could reach past the next booking when that is another rank's.)
+    /// between them (at most `max_gap`): after every booking before it, and before every
+    /// booking after it. (A gap may span other bookings: tWTR and tCCD_L are a rank's and a
+    /// bank group's, whatever other ranks and groups send between.)
     #[inline]
     pub fn earliest(&self, at: u64, tag: u32, max_gap: u64, gap: impl Fn(u32, u32) -> u64) -> u64 {
         let b = &self.booked;
@@ -75,14 +75,19 @@ impl Calendar {
         let first = partition_point_back(b, |e| e.end + max_gap <= at);
         let mut s = at;
         // At most 2 * KEEP bookings: the scan is bounded by what is kept.
-        for e in &b[first..] {
-            if e.start >= s + len + gap(tag, e.tag) {
-                // Fits before `e`; every booking before `e` was accounted for below.
+        for (i, e) in b.iter().enumerate().skip(first) {
+            // Fits before `e` if it keeps its gap before `e` and the bookings after `e` that
+            // a gap could reach; every booking before `e` was accounted for in `s`.
+            let fits_before = |f: &Booking| s + len + gap(tag, f.tag) <= f.start;
+            if fits_before(e)
+                && b[i + 1..]
+                    .iter()
+                    .take_while(|f| f.start < s + len + max_gap)
+                    .all(fits_before)
+            {
                 return s;
             }
-            if e.end + gap(e.tag, tag) > s {
-                s = e.end + gap(e.tag, tag);
-            }
+            s = s.max(e.end + gap(e.tag, tag));
         }
         s
     }
@@ -179,8 +184,8 @@ mod tests {
 
     proptest! {
         /// Every request gets the first start, from its own cycle on, that keeps its gap
-        /// after every booking before it and before the next booking: the definition,
-        /// checked start by start.
+        /// after every booking before it and before every booking after it: the
+        /// definition, checked start by start.
         #[test]
         fn each_request_gets_the_first_start_the_rules_allow(
             len in 1u64..6,
@@ -192,8 +197,9 @@ mod tests {
             let mut c = Calendar::new(len);
             for &(at, tag) in &asks {
                 let allowed = |s: u64| {
-                    let next = c.bookings().iter().find(|e| e.end + gap(e.tag, tag) > s);
-                    next.is_none_or(|n| s + len + gap(tag, n.tag) <= n.start)
+                    c.bookings().iter().all(|e| {
+                        e.end + gap(e.tag, tag) <= s || s + len + gap(tag, e.tag) <= e.start
+                    })
                 };
                 let want = (at..).find(|&s| allowed(s)).unwrap();
                 prop_assert_eq!(c.earliest(at, tag, max_gap, gap), want);

@@ -3,12 +3,12 @@
 //!
 //! Every request reserves, at the cycle it is issued, what a real controller would use for it
 //! ([`calendar`]): its bank (row state; tRAS, tRP, tRCD, tRTP, tWR), its rank's activation
-//! window (tRRD_S/L, tFAW) and refresh (tREFI, tRFC), its bank group's column slots (tCCD_L),
-//! and its channel's data bus (one burst at a time, with read/write turnarounds: tWTR_S/L,
-//! `rtw_turnaround`). The command bus is not booked on its own: column commands are a burst
-//! apart on the data bus, and an activate or precharge meeting another command would move by
-//! one clock. A row hit therefore costs its bank
-//! only a column slot, and consecutive hits stream at the bus's rate.
+//! window (tRRD_S/L, tFAW) and refresh (tREFI, tRFC), and its channel's data bus (one burst at
+//! a time, kept apart from the other bursts by the gaps between their column commands and
+//! data: tCCD_L within a bank group, read/write turnarounds tWTR_S/L and `rtw_turnaround`). The
+//! command bus is not booked on its own: column commands are a burst apart on the data bus,
+//! and an activate or precharge meeting another command would move by one clock. A row hit
+//! therefore costs its bank only a column slot, and consecutive hits stream at the bus's rate.
 //!
 //! Dirty lines the LLC evicts are writes ([`Dram::write`]): they wait in their channel's write
 //! queue until it reaches its high watermark, and are then drained down to the low watermark
@@ -235,10 +235,10 @@ struct QueuedWrite {
     at: u64,
 }
 
-/// One channel: its buses and write queue.
+/// One channel: its data bus and write queue.
 #[derive(Clone, Debug)]
 struct Channel {
-    /// Bursts, tagged by [`burst_tag`].
+    /// Bursts, tagged by [`BurstGaps::tag`].
     data_bus: Calendar,
     writes: Vec<QueuedWrite>,
 }
@@ -291,18 +291,78 @@ struct Rank {
     act_horizon: u64,
 }
 
-/// Host bytes of one bank's state with its share of its rank's, bank group's and channel's
-/// (a bank has at most one of each): config host-memory checks.
+/// Host bytes of one bank's state with its share of its rank's and channel's (a bank has at
+/// most one of each): config host-memory checks.
 const HOST_BYTES_PER_BANK: u64 = (std::mem::size_of::<Bank>()
     + std::mem::size_of::<Rank>()
-    + std::mem::size_of::<Calendar>()
     + std::mem::size_of::<Channel>()) as u64;
 
-/// The data bus tag of a burst: its direction, rank and bank group, which the turnaround
-/// between two bursts depends on.
-#[inline]
-fn burst_tag(write: bool, rank: usize, group: u64) -> u32 {
-    (write as u32) | ((rank as u32) << 1) | ((group as u32) << 24)
+/// The idle data-bus cycles one burst must leave before another, by what the two share. A
+/// burst's tag holds its direction, rank and bank group.
+#[derive(Clone, Copy, Debug)]
+struct BurstGaps {
+    /// Indexed by [`BurstGaps::index`].
+    gap: [u64; 16],
+    /// The largest gap.
+    max: u64,
+}
+
+impl BurstGaps {
+    /// The gaps of `t`'s timings, for bursts `t.burst.max(t.tccd_s)` long.
+    fn new(t: &DramTiming) -> BurstGaps {
+        let len = t.burst.max(t.tccd_s);
+        let mut gap = [0; 16];
+        for (i, g) in gap.iter_mut().enumerate() {
+            let (w0, w1) = (i & 1 == 1, i & 2 == 2);
+            let (same_rank, same_group) = (i & 4 == 4, i & 12 == 12);
+            let delay = |w: bool| if w { t.tcwl } else { t.tcl };
+            // The data bus turns around between reads and writes: a read after a write to the
+            // same rank waits tWTR (S or L by bank group) after the write data, then its CAS
+            // latency.
+            let turnaround = match (w0, w1) {
+                (false, false) | (true, true) => 0,
+                (false, true) => t.rtw_turnaround,
+                (true, false) if !same_rank => t.rtw_turnaround,
+                (true, false) => (if same_group { t.twtr_l } else { t.twtr_s }) + t.tcl,
+            };
+            // Column commands to one bank group are tCCD_L apart: the bursts, a data delay
+            // after their commands, `tccd_l + delay(after) - delay(before)` apart.
+            let ccd = if same_group {
+                (t.tccd_l + delay(w1)).saturating_sub(delay(w0) + len)
+            } else {
+                0
+            };
+            *g = turnaround.max(ccd);
+        }
+        BurstGaps {
+            max: gap.iter().copied().max().unwrap_or(0),
+            gap,
+        }
+    }
+
+    /// The tag of a burst: its direction, rank and bank group.
+    #[inline]
+    fn tag(write: bool, rank: usize, group: u64) -> u32 {
+        (write as u32) | ((rank as u32) << 1) | ((group as u32) << 24)
+    }
+
+    /// Where the gap from a burst tagged `before` to one tagged `after` is kept: bit 0 the
+    /// first's direction, bit 1 the second's, bit 2 same rank, bit 3 same rank and group.
+    #[inline]
+    fn index(before: u32, after: u32) -> usize {
+        let differ = before ^ after;
+        let same_rank = differ & 0xFF_FFFE == 0;
+        let same_group = same_rank && differ >> 24 == 0;
+        (before & 1) as usize
+            | ((after & 1) as usize) << 1
+            | (same_rank as usize) << 2
+            | (same_group as usize) << 3
+    }
+
+    #[inline]
+    fn between(&self, before: u32, after: u32) -> u64 {
+        self.gap[BurstGaps::index(before, after)]
+    }
 }
 
 /// The DRAM of a system: decoding, per-bank row state, the timing resources and stats.
@@ -323,9 +383,9 @@ pub struct Dram {
     banks: Vec<Bank>,
     /// Flat `channel × rank`.
     rank_state: Vec<Rank>,
-    /// Column commands of each bank group (`channel × rank × group`), `tCCD_L` apart.
-    groups: Vec<Calendar>,
     channels: Vec<Channel>,
+    /// The gaps the data bus keeps between bursts.
+    gaps: BurstGaps,
     write_high: usize,
     write_low: usize,
     /// No request is issued before this cycle (every core's clock has passed it).
@@ -401,7 +461,7 @@ impl Dram {
             },
             banks: vec![Bank::CLOSED; ranks * cfg.banks as usize],
             rank_state,
-            groups: vec![Calendar::new(timing.tccd_l); ranks * cfg.bank_groups as usize],
+            gaps: BurstGaps::new(&timing),
             channels: vec![
                 Channel {
                     data_bus: Calendar::new(timing.burst.max(timing.tccd_s)),
@@ -651,29 +711,21 @@ impl Dram {
         let t = self.timing;
         let rank = self.rank_index(c);
         let group = c.bank & self.group_mask;
-        let group_i = rank * (self.group_mask as usize + 1) + group as usize;
         let ch = c.channel as usize;
         let b = self.banks[bank];
         let data_delay = if write { t.tcwl } else { t.tcl };
-        let tag = burst_tag(write, rank, group);
+        let tag = BurstGaps::tag(write, rank, group);
 
         // A hit: the open row, still open (no refresh since its activate), or the row before
         // it, if the access fits before its precharge.
         let mut hit = None;
         if b.open_row == c.row {
-            let cas = self.earliest_cas(ch, group_i, rank, at.max(b.act + t.trcd), data_delay, tag);
+            let cas = self.earliest_cas(ch, rank, at.max(b.act + t.trcd), data_delay, tag);
             if self.same_refresh(rank, b.act, cas) {
                 hit = Some(cas);
             }
         } else if b.prev_row == c.row && at < b.prev_close {
-            let cas = self.earliest_cas(
-                ch,
-                group_i,
-                rank,
-                at.max(b.prev_act + t.trcd),
-                data_delay,
-                tag,
-            );
+            let cas = self.earliest_cas(ch, rank, at.max(b.prev_act + t.trcd), data_delay, tag);
             let done = if write {
                 cas + t.tcwl + t.burst + t.twr
             } else {
@@ -681,12 +733,12 @@ impl Dram {
             };
             if done <= b.prev_close && self.same_refresh(rank, b.prev_act, cas) {
                 // Served in the old row's time: the bank's state is not the one it changes.
-                self.book_cas(ch, group_i, cas, data_delay, tag);
+                self.book_cas(ch, cas, data_delay, tag);
                 return (cas + data_delay + t.burst, RowOutcome::Hit, None);
             }
         }
         if let Some(cas) = hit {
-            self.book_cas(ch, group_i, cas, data_delay, tag);
+            self.book_cas(ch, cas, data_delay, tag);
             let b = &mut self.banks[bank];
             if write {
                 b.last_write_end = b.last_write_end.max(cas + t.tcwl + t.burst);
@@ -724,7 +776,7 @@ impl Dram {
                     break;
                 }
             }
-            let cas = self.earliest_cas(ch, group_i, rank, act + t.trcd, data_delay, tag);
+            let cas = self.earliest_cas(ch, rank, act + t.trcd, data_delay, tag);
             if self.same_refresh(rank, act, cas) {
                 break (act, cas);
             }
@@ -747,7 +799,7 @@ impl Dram {
             };
             r.acts.drain(..drop);
         }
-        self.book_cas(ch, group_i, cas, data_delay, tag);
+        self.book_cas(ch, cas, data_delay, tag);
         let b = &mut self.banks[bank];
         *b = Bank {
             open_row: c.row,
@@ -762,32 +814,19 @@ impl Dram {
         (cas + data_delay + t.burst, outcome, closed)
     }
 
-    /// The earliest column command at or after `at` in bank group `group_i` of `rank`: tCCD_L
-    /// after the group's others, outside a refresh, and a data-bus slot `data_delay` later
-    /// with the turnarounds to the bursts around it.
+    /// The earliest column command at or after `at` of a burst tagged `tag` in `rank` of
+    /// channel `ch`: outside a refresh, with a data-bus slot `data_delay` later that keeps
+    /// its gaps to the bursts around it.
     #[inline]
-    fn earliest_cas(
-        &self,
-        ch: usize,
-        group_i: usize,
-        rank: usize,
-        at: u64,
-        data_delay: u64,
-        tag: u32,
-    ) -> u64 {
-        let t = &self.timing;
-        let max_gap = t.twtr_l + t.tcl;
-        let gap = |before: u32, after: u32| turnaround(t, before, after);
+    fn earliest_cas(&self, ch: usize, rank: usize, at: u64, data_delay: u64, tag: u32) -> u64 {
+        let gaps = &self.gaps;
+        let bus = &self.channels[ch].data_bus;
         let mut cas = at;
         loop {
-            // Free in the bank group at `group`; if the bus and refresh agree, done.
-            let group = self.groups[group_i].earliest(cas, 0, 0, |_, _| 0);
-            cas = self.channels[ch]
-                .data_bus
-                .earliest(group + data_delay, tag, max_gap, gap)
+            let free = bus.earliest(cas + data_delay, tag, gaps.max, |a, b| gaps.between(a, b))
                 - data_delay;
-            cas = self.after_refresh(rank, cas);
-            if cas == group {
+            cas = self.after_refresh(rank, free);
+            if cas == free {
                 return cas;
             }
         }
@@ -795,14 +834,12 @@ impl Dram {
 
     /// Book a column command at `cas` found by [`Dram::earliest_cas`].
     #[inline]
-    fn book_cas(&mut self, ch: usize, group_i: usize, cas: u64, data_delay: u64, tag: u32) {
-        let t = self.timing;
+    fn book_cas(&mut self, ch: usize, cas: u64, data_delay: u64, tag: u32) {
         let floor = self.floor;
-        self.groups[group_i].book(cas, 0, floor);
         self.channels[ch]
             .data_bus
             .book(cas + data_delay, tag, floor);
-        self.stats.data_bus_cycles += t.burst;
+        self.stats.data_bus_cycles += self.timing.burst;
     }
 
     pub fn stats(&self) -> &DramStats {
@@ -824,24 +861,4 @@ impl Dram {
     fn bursts(&self, ch: usize) -> &[calendar::Booking] {
         self.channels[ch].data_bus.bookings()
     }
-}
-
-/// Idle data-bus cycles a burst tagged `before` must leave before one tagged `after`: a read
-/// after a write to the same rank waits tWTR (S or L by bank group) after the write data, then
-/// its CAS latency; a write after a read waits for the bus to turn around.
-#[inline]
-fn turnaround(t: &DramTiming, before: u32, after: u32) -> u64 {
-    let (w0, w1) = (before & 1 == 1, after & 1 == 1);
-    if w0 == w1 {
-        return 0;
-    }
-    if w1 {
-        return t.rtw_turnaround;
-    }
-    let same_rank = (before >> 1) & 0x7F_FFFF == (after >> 1) & 0x7F_FFFF;
-    if !same_rank {
-        return t.rtw_turnaround;
-    }
-    let same_group = before >> 24 == after >> 24;
-    (if same_group { t.twtr_l } else { t.twtr_s }) + t.tcl
 }
