@@ -278,12 +278,12 @@ impl GraphSource {
     fn generate(&self, seed: u64) -> Adjacency {
         match self {
             GraphSource::Kronecker { scale, edge_factor } => {
-                Adjacency::Explicit(Csr::rmat(*scale, *edge_factor, seed))
+                Adjacency::Explicit(Csr::rmat_shared(*scale, *edge_factor, seed))
             }
             GraphSource::Implicit { scale, edge_factor } => {
                 Adjacency::Implicit(Implicit::new(*scale, *edge_factor, seed))
             }
-            GraphSource::Given(g) => Adjacency::Explicit(g.clone()),
+            GraphSource::Given(g) => Adjacency::Explicit(Arc::new(g.clone())),
         }
     }
 }
@@ -291,7 +291,8 @@ impl GraphSource {
 /// The host side of the graph: a stored CSR, or an implicit graph whose rows are regenerated
 /// when read. Both answer the same questions; the kernels do not know which they run on.
 pub(crate) enum Adjacency {
-    Explicit(Csr),
+    /// Shared with other runs of this process on the same graph ([`Csr::rmat_shared`]).
+    Explicit(Arc<Csr>),
     Implicit(Implicit),
 }
 

@@ -12,6 +12,7 @@
 
 use crate::rng::Rng;
 use std::ops::Range;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Graph500 Kronecker initiator probabilities (Graph500 specification: A=0.57, B=0.19,
 /// C=0.19, D=0.05), as 16-bit fixed-point cumulative thresholds: one 16-bit uniform picks the
@@ -23,6 +24,47 @@ const C_END: u32 = ((0.57 + 0.19 + 0.19) * 65536.0) as u32;
 /// Source vertices per construction bucket: 4096 sources hold a few hundred KiB of entries at
 /// the default edge factor, small enough to sort in the L2 cache.
 const BUCKET_VERTICES: usize = 4096;
+
+/// Graphs up to this many host bytes stay in [`RECENT_GRAPH`] after their runs (scale 21 at
+/// the default edge factor fits; a scale-23 graph, about 1 GiB, is rebuilt, its runs being
+/// long anyway).
+const KEEP_BYTES: u64 = 256 << 20;
+
+/// `(scale, edge_factor, seed)` of a Kronecker graph.
+type GraphKey = (u32, u32, u64);
+
+/// The most recent graph built, kept for the next caller that asks for the same one.
+struct RecentGraph(Mutex<Option<(GraphKey, Arc<Csr>)>>);
+
+impl RecentGraph {
+    const fn new() -> RecentGraph {
+        RecentGraph(Mutex::new(None))
+    }
+
+    /// The graph of `key`: the kept one if it is that graph, else `build()`'s, which is kept
+    /// in its place if it is at most `keep_bytes` large. The kept graph is let go before the
+    /// build, so at most one graph is held for later callers.
+    fn get(&self, key: GraphKey, keep_bytes: u64, build: impl FnOnce() -> Csr) -> Arc<Csr> {
+        // A build that panicked left nothing half-made behind: the lock's data stays valid.
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((k, g)) = kept.as_ref() {
+            if *k == key {
+                return Arc::clone(g);
+            }
+        }
+        *kept = None;
+        let g = Arc::new(build());
+        if g.host_bytes() <= keep_bytes {
+            *kept = Some((key, Arc::clone(&g)));
+        }
+        g
+    }
+}
+
+/// The most recent Kronecker graph this process generated. Building a scale-20 graph takes
+/// longer than a quick run simulates, and the runs of a sweep worker mostly ask for the same
+/// graph (every kernel on one seed's graph), so the next run takes it as it is.
+static RECENT_GRAPH: RecentGraph = RecentGraph::new();
 
 /// An undirected graph in CSR form: the neighbours of `v` are
 /// `neighbours[offsets[v]..offsets[v+1]]`, sorted ascending, without self loops or duplicates,
@@ -51,6 +93,21 @@ impl Csr {
                 sink(permutation[u as usize], permutation[v as usize]);
             }
         })
+    }
+
+    /// [`Csr::rmat`], shared with the last caller that asked for the same graph: the process
+    /// keeps its most recent graph (up to `KEEP_BYTES`). A graph of other keys replaces it,
+    /// and is built only after the kept one is let go, so at most one graph is held for
+    /// later runs.
+    pub fn rmat_shared(scale: u32, edge_factor: u32, seed: u64) -> Arc<Csr> {
+        RECENT_GRAPH.get((scale, edge_factor, seed), KEEP_BYTES, || {
+            Csr::rmat(scale, edge_factor, seed)
+        })
+    }
+
+    /// Host bytes of the two arrays.
+    fn host_bytes(&self) -> u64 {
+        (self.offsets.len() * 8 + self.neighbours.len() * 4) as u64
     }
 
     /// The graph on `vertices` vertices with the given (undirected) edges.
@@ -193,6 +250,34 @@ mod tests {
         let a = Csr::rmat(10, 8, 42);
         assert_eq!(a, Csr::rmat(10, 8, 42));
         assert_ne!(a, Csr::rmat(10, 8, 43));
+    }
+
+    #[test]
+    fn the_recent_graph_is_reused_for_its_keys_and_replaced_by_others() {
+        let recent = RecentGraph::new();
+        let builds = std::cell::Cell::new(0);
+        let get = |seed: u64, keep_bytes: u64| {
+            recent.get((9, 3, seed), keep_bytes, || {
+                builds.set(builds.get() + 1);
+                Csr::rmat(9, 3, seed)
+            })
+        };
+        let a = get(1, u64::MAX);
+        assert_eq!(*a, Csr::rmat(9, 3, 1));
+        assert!(Arc::ptr_eq(&a, &get(1, u64::MAX)), "the same keys share one graph");
+        assert_eq!(builds.get(), 1);
+        // Other keys: built, and kept in its place.
+        let b = get(2, u64::MAX);
+        assert_eq!(*b, Csr::rmat(9, 3, 2));
+        assert!(Arc::ptr_eq(&b, &get(2, u64::MAX)));
+        get(1, u64::MAX);
+        assert_eq!(builds.get(), 3);
+        // A graph over the size bound is built every time; the kept one was let go for it.
+        get(2, 0);
+        get(2, 0);
+        assert_eq!(builds.get(), 5);
+        // The shared entry point gives the generated graph.
+        assert_eq!(*Csr::rmat_shared(9, 3, 7), Csr::rmat(9, 3, 7));
     }
 
     #[test]
