@@ -282,13 +282,117 @@ impl RefreshClock {
     }
 }
 
-/// One rank: its activates in order of time (with their bank group), for tRRD and tFAW.
+/// One rank: its refresh and its activates.
 #[derive(Clone, Debug, Default)]
 struct Rank {
     refresh: RefreshClock,
+    acts: Activates,
+}
+
+/// A rank's activates in order of time, with their bank groups: where tRRD_S/L and tFAW let
+/// another go.
+#[derive(Clone, Debug, Default)]
+struct Activates {
+    /// `(cycle, bank group)`.
     acts: Vec<(u64, u64)>,
     /// No activate before this cycle (older activates were dropped; see `calendar::KEEP`).
-    act_horizon: u64,
+    horizon: u64,
+    /// No gap between two activates at or after this cycle holds another: an activate from
+    /// here on goes after the last. A drain's writes, all issued at once, fill the rank's
+    /// activation windows ahead of them, and each would otherwise try every gap.
+    full_from: u64,
+}
+
+/// Activates kept: past this many, those a tFAW before the floor are dropped, or, if the
+/// floor has not moved, the oldest half, below a horizon (as calendars do).
+const KEEP_ACTS: usize = 256;
+
+impl Activates {
+    /// The earliest activate at or after `at` for bank group `group` that keeps tRRD_S/L to
+    /// every other activate and at most four in any tFAW.
+    ///
+    /// The gaps between the activates are tried in order of time from `at`'s. In a gap, the
+    /// activates before it bound the activate from below (tRRD to each, tFAW to the fourth
+    /// before); it fits if it then keeps tRRD to the activates after it and every window of
+    /// five holding it spans tFAW. Requests mostly come after every activate: one gap, the
+    /// last; gaps known to be full are skipped.
+    fn earliest(&self, t: &DramTiming, group: u64, at: u64) -> u64 {
+        let acts = &self.acts;
+        let rrd = |g: u64| if g == group { t.trrd_l } else { t.trrd_s };
+        let mut a = at.max(self.horizon);
+        // `a` goes after `acts[..p]` and before `acts[p..]`.
+        let mut p = partition_point_back(acts, |&(x, _)| x <= a);
+        loop {
+            if p > 0 && p < acts.len() && acts[p - 1].0 >= self.full_from {
+                p = acts.len();
+            }
+            for &(x, g) in acts[..p].iter().rev() {
+                if x + t.trrd_l <= a {
+                    break;
+                }
+                a = a.max(x + rrd(g));
+            }
+            if p >= 4 {
+                a = a.max(acts[p - 4].0 + t.tfaw);
+            }
+            let in_gap = acts.get(p).is_none_or(|&(x, _)| a < x);
+            let rrd_after = || {
+                acts[p..]
+                    .iter()
+                    .take_while(|&&(x, _)| x < a + t.trrd_l)
+                    .all(|&(x, g)| a + rrd(g) <= x)
+            };
+            // The windows of five holding `a`: `4 - k` activates before it, `k` after.
+            let faw_after = || {
+                (1..=4usize).all(|k| {
+                    if p + k > acts.len() || p + k < 4 {
+                        return true;
+                    }
+                    let first = if k < 4 { acts[p + k - 4].0 } else { a };
+                    acts[p + k - 1].0 >= first + t.tfaw
+                })
+            };
+            if in_gap && rrd_after() && faw_after() {
+                return a;
+            }
+            p += 1;
+        }
+    }
+
+    /// Book an activate at `act` (found by [`Activates::earliest`]) for bank group `group`;
+    /// `floor` is the cycle before which nothing will be issued.
+    fn book(&mut self, t: &DramTiming, act: u64, group: u64, floor: u64) {
+        let acts = &mut self.acts;
+        let p = partition_point_back(acts, |&(x, _)| x <= act);
+        if p == acts.len() {
+            // A new last activate. The gap it closes holds no other if the lowest cycle there
+            // (tRRD_S after the last, tFAW after the fourth before) leaves no tRRD_S before
+            // it, or if one there would make five within a tFAW with the new one. An activate
+            // between others only narrows the gaps.
+            let full = acts.last().is_some_and(|&(last, _)| {
+                let mut low = last + t.trrd_s;
+                if p >= 4 {
+                    low = low.max(acts[p - 4].0 + t.tfaw);
+                }
+                low + t.trrd_s > act || (p >= 3 && act < acts[p - 3].0 + t.tfaw)
+            });
+            if !full {
+                self.full_from = act;
+            }
+        }
+        acts.insert(p, (act, group));
+        if acts.len() >= KEEP_ACTS {
+            let ended = acts.partition_point(|&(x, _)| x + t.tfaw <= floor);
+            let drop = if acts.len() - ended >= KEEP_ACTS {
+                let half = acts.len() / 2;
+                self.horizon = self.horizon.max(acts[half - 1].0 + t.tfaw);
+                half
+            } else {
+                ended
+            };
+            acts.drain(..drop);
+        }
+    }
 }
 
 /// Host bytes of one bank's state with its share of its rank's and channel's (a bank has at
@@ -438,8 +542,7 @@ impl Dram {
         let ranks = channels * cfg.ranks as usize;
         let rank_state = (0..ranks)
             .map(|r| Rank {
-                acts: Vec::new(),
-                act_horizon: 0,
+                acts: Activates::default(),
                 // Ranks of a channel refresh in turn, spread over the interval.
                 refresh: RefreshClock::new(
                     timing.trefi,
@@ -648,55 +751,6 @@ impl Dram {
         k == 0 || earlier >= start
     }
 
-    /// The earliest activate at or after `at` in rank `rank` for bank group `group` that keeps
-    /// tRRD_S/L to every other activate of the rank and at most four in any tFAW.
-    ///
-    /// The gaps between the rank's activates are tried in order of time from `at`'s. In a
-    /// gap, the activates before it bound the activate from below (tRRD to each, tFAW to the
-    /// fourth before); it fits if it then keeps tRRD to the activates after it and every
-    /// window of five holding it spans tFAW. Requests mostly come after every activate: one
-    /// gap, the last.
-    fn earliest_act(&self, rank: usize, group: u64, at: u64) -> u64 {
-        let t = &self.timing;
-        let acts = &self.rank_state[rank].acts;
-        let rrd = |g: u64| if g == group { t.trrd_l } else { t.trrd_s };
-        let mut a = at.max(self.rank_state[rank].act_horizon);
-        // `a` goes after `acts[..p]` and before `acts[p..]`.
-        let mut p = partition_point_back(acts, |&(x, _)| x <= a);
-        loop {
-            for &(x, g) in acts[..p].iter().rev() {
-                if x + t.trrd_l <= a {
-                    break;
-                }
-                a = a.max(x + rrd(g));
-            }
-            if p >= 4 {
-                a = a.max(acts[p - 4].0 + t.tfaw);
-            }
-            let in_gap = acts.get(p).is_none_or(|&(x, _)| a < x);
-            let rrd_after = || {
-                acts[p..]
-                    .iter()
-                    .take_while(|&&(x, _)| x < a + t.trrd_l)
-                    .all(|&(x, g)| a + rrd(g) <= x)
-            };
-            // The windows of five holding `a`: `4 - k` activates before it, `k` after.
-            let faw_after = || {
-                (1..=4usize).all(|k| {
-                    if p + k > acts.len() || p + k < 4 {
-                        return true;
-                    }
-                    let first = if k < 4 { acts[p + k - 4].0 } else { a };
-                    acts[p + k - 1].0 >= first + t.tfaw
-                })
-            };
-            if in_gap && rrd_after() && faw_after() {
-                return a;
-            }
-            p += 1;
-        }
-    }
-
     /// Schedule one column access (a read, or a write of a drain) to `c` in bank `bank`,
     /// issued at `at`: returns the cycle its data burst ends, how it found its row, and, for
     /// a conflict, who had opened the row it closed.
@@ -770,7 +824,7 @@ impl Dram {
         let (act, cas) = loop {
             let mut act = act_from;
             loop {
-                let free = self.earliest_act(rank, group, act);
+                let free = self.rank_state[rank].acts.earliest(&t, group, act);
                 act = self.after_refresh(rank, free);
                 if act == free {
                     break;
@@ -783,22 +837,7 @@ impl Dram {
             // A refresh would close the row between its activate and the access: after it.
             act_from = self.after_refresh(rank, cas);
         };
-        let r = &mut self.rank_state[rank];
-        let p = partition_point_back(&r.acts, |&(x, _)| x <= act);
-        r.acts.insert(p, (act, group));
-        if r.acts.len() >= 256 {
-            // Activates a tFAW before the floor can constrain no one; if the floor has not
-            // moved, the oldest half go below a horizon (as calendars do).
-            let ended = r.acts.partition_point(|&(x, _)| x + t.tfaw <= self.floor);
-            let drop = if r.acts.len() - ended >= 256 {
-                let half = r.acts.len() / 2;
-                r.act_horizon = r.act_horizon.max(r.acts[half - 1].0 + t.tfaw);
-                half
-            } else {
-                ended
-            };
-            r.acts.drain(..drop);
-        }
+        self.rank_state[rank].acts.book(&t, act, group, self.floor);
         self.book_cas(ch, cas, data_delay, tag);
         let b = &mut self.banks[bank];
         *b = Bank {

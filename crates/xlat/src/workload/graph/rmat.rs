@@ -264,7 +264,10 @@ mod tests {
         };
         let a = get(1, u64::MAX);
         assert_eq!(*a, Csr::rmat(9, 3, 1));
-        assert!(Arc::ptr_eq(&a, &get(1, u64::MAX)), "the same keys share one graph");
+        assert!(
+            Arc::ptr_eq(&a, &get(1, u64::MAX)),
+            "the same keys share one graph"
+        );
         assert_eq!(builds.get(), 1);
         // Other keys: built, and kept in its place.
         let b = get(2, u64::MAX);
