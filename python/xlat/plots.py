@@ -11,8 +11,8 @@ Every series is drawn in the style :mod:`xlat.styles` gives its label, the same 
 too short to see (zero, a value a log axis cannot show, or under :data:`MARK_BELOW` of the
 axis' height) gets a dot at its base with its value written above it, and a missing value an
 ``n/a`` there. The artists carry ``gid`` tags (:data:`SERIES_GID`, :data:`MARK_GID`,
-:data:`KEY_COLOR_GID`, :data:`KEY_HATCH_GID`) that say which series they draw, so a test can
-check each figure from its matplotlib objects.
+:data:`KEY_COLOR_GID`, :data:`KEY_HATCH_GID`, :data:`KEY_PART_GID`) that say which series they
+draw, so a test can check each figure from its matplotlib objects (tests/figcheck.py).
 
 Every function here takes a sweep's results as a :class:`pandas.DataFrame` with one row per run
 (columns ``status``, ``workload``, ``label``, ``seed``, ``param.<key>``, ``config.<key>``,
