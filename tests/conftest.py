@@ -22,6 +22,7 @@ import pytest
 
 import xlat.api
 from support import FakeCore
+from xlat import experiments
 
 
 @pytest.fixture
@@ -54,3 +55,23 @@ def run_cli(tmp_path: Path) -> Callable[..., CliResult]:
         )
 
     return _run
+
+
+@pytest.fixture(scope="session")
+def tiny_reproduction(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[str], experiments.Outcome]:
+    """Run a reproduction at tiny scale, once per test session: the reproduction tests and the
+    figure test look at the same outcome. All write to one directory, where a run that two
+    reproductions share is simulated once, as in ``xlat reproduce all``."""
+    out = tmp_path_factory.mktemp("reproduce-tiny")
+    done: dict[str, experiments.Outcome] = {}
+
+    def get(reproduction_id: str) -> experiments.Outcome:
+        if reproduction_id not in done:
+            done[reproduction_id] = experiments.reproduce(
+                reproduction_id, scale="tiny", out=out, jobs=2, progress=False
+            )
+        return done[reproduction_id]
+
+    return get

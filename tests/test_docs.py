@@ -39,6 +39,8 @@ SKIP = {
     "xlat sweep ... --backend dask": "an elided command line (its options are those above)",
     "pip install": "installing packages is the set-up's job",
     "cargo ": "the Rust build and tests are run by scripts/test.sh",
+    ".venv/bin/python scripts/readme_figure.py": "it rewrites docs/img from the main job's "
+    "output; tests/test_readme_figure.py checks what it wrote",
 }
 #: Python blocks that need what the test machine lacks.
 SKIP_PYTHON = {"dask_jobqueue": "needs a Slurm cluster"}

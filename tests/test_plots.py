@@ -163,13 +163,57 @@ def test_grouped_bars_annotates_bars_clipped_by_ylim() -> None:
     assert [t.get_text() for t in ax.texts] == ["4"]
 
 
-def test_grouped_bars_style_grid_hatches_and_rotated_long_names() -> None:
+def test_grouped_bars_style_grid_and_one_style_per_series() -> None:
     fig = plots.grouped_bars(frames.results(), "ipc")
     (ax,) = fig.axes
     assert all(line.get_visible() for line in ax.get_ygridlines())
-    hatches = {p.get_hatch() for p in ax.patches}
-    assert len(hatches) == len(frames.LABELS)
-    assert ax.get_xticklabels()[0].get_rotation() != 0  # "btree-lookup" is long
+    looks = {}
+    for patch in ax.patches:
+        series = patch.get_gid().removeprefix(plots.SERIES_GID)
+        looks.setdefault(series, set()).add((patch.get_facecolor(), patch.get_hatch()))
+    assert sorted(looks) == sorted(frames.LABELS)
+    assert all(len(v) == 1 for v in looks.values())
+    assert len({next(iter(v)) for v in looks.values()}) == len(frames.LABELS)
+
+
+def test_the_legend_reads_row_by_row_in_the_order_of_the_series() -> None:
+    labels = [f"ME-HPT{thp} way {i}" for thp in ("", " THP") for i in range(3)]
+    rows = [{"status": "ok", "workload": "w", "label": label, "m": 1.0} for label in labels]
+    fig = plots.grouped_bars(pd.DataFrame(rows), "m")
+    fig.canvas.draw()
+    texts = fig.legends[0].get_texts()
+    boxes = [t.get_window_extent() for t in texts]
+    # Top row first, left to right: three a row (six entries spread evenly over two rows).
+    read = [
+        t.get_text() for t, _ in sorted(zip(texts, boxes), key=lambda tb: (-tb[1].y0, tb[1].x0))
+    ]
+    assert read == labels
+    assert len({round(b.y0) for b in boxes}) == 2
+
+
+def names_drawn(names: list[str]) -> list[tuple[str, float]]:
+    """The group names of a grouped-bar figure of ``names``: text and rotation."""
+    rows = [{"status": "ok", "workload": n, "label": "x", "m": 1.0} for n in names]
+    fig = plots.grouped_bars(pd.DataFrame(rows), "m", geomean=False)
+    return [(t.get_text(), t.get_rotation()) for t in fig.axes[0].get_xticklabels()]
+
+
+def test_group_names_stay_level_wrap_or_rotate_only_when_they_must() -> None:
+    # Few names fit level, however long one of them is (gandhi-fig12's "streamcluster").
+    assert names_drawn(["canneal", "streamcluster", "AVG"]) == [
+        ("canneal", 0),
+        ("streamcluster", 0),
+        ("AVG", 0),
+    ]
+    # Utopia Fig 17's mixes: broken after "+" into a few level lines, not rotated.
+    mixes = [f"m{i}: sssp+xsbench+kmer+tc" for i in range(1, 7)]
+    drawn = names_drawn(mixes)
+    assert all(rotation == 0 for _, rotation in drawn)
+    assert [text.replace("\n", "") for text, _ in drawn] == mixes
+    assert all(1 < text.count("\n") + 1 <= 3 for text, _ in drawn)
+    # Many long names with nowhere to break: rotated.
+    drawn = names_drawn([f"benchmark{i:02d}withalongname" for i in range(12)])
+    assert all(rotation == 35 for _, rotation in drawn)
 
 
 def test_grouped_bars_rejects_bad_arguments() -> None:

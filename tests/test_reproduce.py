@@ -42,10 +42,8 @@ def test_ascending_is_the_order_a_direction_checks() -> None:
 
 
 @pytest.mark.parametrize("reproduction_id", IDS)
-def test_reproduction_at_tiny_scale(reproduction_id: str, tmp_path: Path) -> None:
-    outcome = experiments.reproduce(
-        reproduction_id, scale="tiny", out=tmp_path, jobs=2, progress=False
-    )
+def test_reproduction_at_tiny_scale(reproduction_id: str, tiny_reproduction) -> None:
+    outcome = tiny_reproduction(reproduction_id)
     rep = outcome.reproduction
     df = outcome.results
     expected_runs = len(rep.systems) * len(rep.workloads["tiny"])
@@ -83,7 +81,7 @@ def test_reproduction_at_tiny_scale(reproduction_id: str, tmp_path: Path) -> Non
         assert f"(marked not shown at tiny scale: {reason})" in markdown
     # Re-running finds every run finished: nothing is simulated twice.
     again = experiments.reproduce(
-        reproduction_id, scale="tiny", out=tmp_path, jobs=2, progress=False
+        reproduction_id, scale="tiny", out=outcome.out.parent, jobs=2, progress=False
     )
     assert again.comparison.equals(table)
     assert again.direction == outcome.direction

@@ -461,9 +461,10 @@ def _fragmented_systems() -> dict[str, System]:
 def _segment_share(ok: pd.DataFrame) -> pd.Series:
     """Per run, the share of translations its segments made: of the L1 TLB misses the two
     segments translated (Dual Direct), of the walks whose guest dimension the guest segment
-    replaced (Guest Direct)."""
+    replaced (Guest Direct; none when no guest segment was made, so nothing was checked)."""
     dd = ok["stats.mmu.dual_direct_hits"] / ok["stats.mmu.l1_misses"]
-    gd = ok["stats.mmu.guest_segment.hits"] / ok["stats.mmu.guest_segment.checks"]
+    checks = ok["stats.mmu.guest_segment.checks"]
+    gd = (ok["stats.mmu.guest_segment.hits"] / checks.where(checks > 0)).fillna(0.0)
     return dd.where(ok["label"].str.startswith("DD"), gd)
 
 

@@ -463,8 +463,8 @@ def _analyse_table2(df: pd.DataFrame) -> Analysis:
         geomean=False,
         ylabel="max mapping space (GiB, log scale)",
         title="Table II: mapping space of a 3-way ME-HPT per chunk size",
+        logy=True,
     )
-    fig.axes[0].set_yscale("log")
     ok = _ok(df)
     way_bytes = hpt(ok, "4k", "way_bytes").map(lambda w: max(w) if w else 0)
     return Analysis(
@@ -531,8 +531,8 @@ def _analyse_fig8(df: pd.DataFrame) -> Analysis:
         summary="mean",
         ylabel="max contiguous allocation (KiB, log)",
         title="Maximum contiguous allocation of the 4 KiB HPTs",
+        logy=True,
     )
-    fig.axes[0].set_yscale("log")
     table = contig.assign(
         **{"reduction": reduction[""], "reduction THP": reduction["_thp"]}
     ).reset_index()
@@ -941,12 +941,19 @@ def _analyse_fig11_14(df: pd.DataFrame) -> Analysis:
         ("Fig 12: final size of each way (KiB).", list(sizes.columns), "way size (KiB)", True),
     ):
         long = runs.melt(id_vars=["workload", "label"], value_vars=columns, var_name="way")
-        long = long.dropna(subset=["value"])  # no 4 KiB table: no bar (n/a in the table)
-        long["label"] = long["label"] + " " + long["way"]
+        long = long.dropna(subset=["value"])  # no 4 KiB table: an n/a mark (n/a in the table)
+        # One series per system and way, named alike in both figures ("ME-HPT way 0"), each
+        # system's ways side by side.
+        way = long["way"].str.replace(" KiB", "", regex=False)
+        order = [f"{system} way {i}" for system in ME_HPT_SYSTEMS for i in range(ways)]
+        long["label"] = pd.Categorical(long["label"] + " " + way, categories=order)
+        long = long.sort_values("label", kind="stable").assign(
+            label=lambda t: t["label"].astype(str)
+        )
         long["status"] = "ok"
-        fig = plots.grouped_bars(long, "value", summary="mean", ylabel=ylabel, title=caption)
-        if log:
-            fig.axes[0].set_yscale("log")
+        fig = plots.grouped_bars(
+            long, "value", summary="mean", ylabel=ylabel, title=caption, logy=log
+        )
         figures.append((caption, fig))
     for caption, column, ylabel in (
         ("Fig 13: fraction of entries moved per upsize (4 KiB).", "moved", "fraction moved"),
@@ -1022,8 +1029,8 @@ def _analyse_fig15(df: pd.DataFrame) -> Analysis:
         geomean=False,
         ylabel="average 4 KiB HPT way (KiB, log)",
         title="Average way size on small graphs",
+        logy=True,
     )
-    fig.axes[0].set_yscale("log")
     return Analysis(
         figures=[("Fig 15: average 4 KiB way size over the graph kernels, per graph size.", fig)],
         values=values,

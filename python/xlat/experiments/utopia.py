@@ -110,9 +110,14 @@ def _analyse_walks(df: pd.DataFrame) -> Analysis:
     requests = ok.pivot_table(index="workload", columns="label", values="walk_refs")
     ech_requests = requests["ECH"] / requests["Radix"].where(requests["Radix"] > 0)
     fig1 = plots.stacked_bars(
-        df, WALK_LEVELS, x="workload", hue="label", normalize="Radix", average=True
+        df,
+        WALK_LEVELS,
+        x="workload",
+        hue="label",
+        normalize="Radix",
+        average=True,
+        title="Hit location of page-walk requests, normalised to Radix",
     )
-    fig1.axes[0].set_title("Hit location of page-walk requests, normalised to Radix")
     fig2 = plots.grouped_bars(
         df,
         "stats.summary.avg_walk_latency",

@@ -20,7 +20,6 @@ import math
 from collections.abc import Mapping
 
 import pandas as pd
-from matplotlib.figure import Figure
 
 from .. import plots
 from .registry import SCALES, Analysis, Reproduction, System, ascending, register
@@ -126,30 +125,6 @@ def _subset(ok: pd.DataFrame, labels: tuple[str, ...]) -> pd.DataFrame:
     return rows
 
 
-def _clip_stacks(fig: Figure, top: float) -> None:
-    """Cut a stacked-bar figure at ``top`` and write the height of each stack that ends above
-    it over its bar, as the paper does with outliers."""
-    ax = fig.axes[0]
-    stacks: dict[float, float] = {}
-    for patch in ax.patches:
-        x = round(patch.get_x() + patch.get_width() / 2, 6)
-        stacks[x] = max(stacks.get(x, 0.0), patch.get_y() + patch.get_height())
-    ax.set_ylim(0, top)
-    for x, height in stacks.items():
-        if height > top:
-            ax.annotate(
-                f"{height:.3g}",
-                (x, top),
-                xytext=(0, 2),
-                textcoords="offset points",
-                ha="center",
-                va="bottom",
-                fontsize=6,
-                rotation=90,
-                annotation_clip=False,
-            )
-
-
 def _analyse_eval(df: pd.DataFrame) -> Analysis:
     ok = _derived(df)
     speedup = {label: _speedups(df, label) for label in SYSTEMS if label != "Radix"}
@@ -190,8 +165,8 @@ def _analyse_eval(df: pd.DataFrame) -> Analysis:
         normalize="Radix",
         ylabel="walk cycles (norm. to Radix)",
         title="Breakdown of table-walk latency",
+        ylim=(0, 3.0),  # outliers cut at the top, labelled with their value, as the paper does
     )
-    _clip_stacks(fig12, 3.0)
     figures.append(
         (
             "Fig 12: cycles of table walks (FlexSeg walks of every system, RestSeg walks of "
@@ -206,8 +181,8 @@ def _analyse_eval(df: pd.DataFrame) -> Analysis:
         normalize="Radix",
         ylabel="table-walk requests (norm. to Radix)",
         title="Hit location of table-walk requests",
+        ylim=(0, 3.0),
     )
-    _clip_stacks(fig13, 3.0)
     figures.append(
         (
             "Fig 13: where table-walk requests (Utopia: FlexSeg and RestSeg walks; RMM: FlexSeg "
@@ -670,25 +645,31 @@ def fig9_checks(df: pd.DataFrame) -> pd.DataFrame:
 
 def _analyse_fig9(df: pd.DataFrame) -> Analysis:
     table = fig9_table()
-    fig = Figure(figsize=(7.0, 3.6), layout="constrained")
-    ax = fig.subplots()
-    x = table["allocated_gb"]
-    for column, name, marker in (
-        ("ipt_bytes", "Inverted page table", "s"),
-        ("radix_bytes", "Radix page table", "o"),
-        ("sf_tar_bytes", "Utopia: SF + TAR", "^"),
-        ("sf_tar_exact_bits_bytes", "SF + TAR, unpadded tags", "v"),
-    ):
-        ax.plot(x, table[column] / MB, marker=marker, markersize=4, linewidth=1.4, label=name)
-    ax.set_xscale("log", base=2)
+    structures = {
+        "ipt_bytes": "Inverted page table",
+        "radix_bytes": "Radix page table",
+        "sf_tar_bytes": "Utopia: SF + TAR",
+        "sf_tar_exact_bits_bytes": "SF + TAR, unpadded tags",
+    }
+    sizes = pd.DataFrame(
+        [
+            {"status": "ok", "structure": name, "allocated_gb": gb, "mb": row[column] / MB}
+            for column, name in structures.items()
+            for gb, row in zip(table["allocated_gb"], table.to_dict("records"))
+        ]
+    )
+    fig = plots.lines(
+        sizes,
+        "allocated_gb",
+        "mb",
+        hue="structure",
+        logx=True,
+        ylabel="size of translation structures (MB)",
+        title="Size of translation structures, fully used memory",
+    )
+    ax = fig.axes[0]
     ax.set_yscale("log", base=2)
-    ax.set_xticks(list(x))
-    ax.set_xticklabels([f"{v:g}" for v in x])
     ax.set_xlabel("allocated memory (GB)")
-    ax.set_ylabel("size of translation structures (MB)")
-    ax.set_title("Size of translation structures, fully used memory")
-    ax.grid(True, color="0.85", linewidth=0.8)
-    ax.legend(frameon=False, fontsize=8)
     largest = table.iloc[-1]
     checks = fig9_checks(df)
     values = {
