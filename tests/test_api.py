@@ -332,6 +332,63 @@ def test_unknown_key_is_an_error_naming_the_key() -> None:
         xlat.resolve_config("baseline-radix", mmu__l2tlb__nosuchkey=1)
 
 
+#: pr at scale 10: 2^10 stores of set-up (its ranks), then its region of interest.
+PR_TINY = {"workload.scale": 10, "workload.references": 5_000}
+PR_SETUP = 1 << 10
+
+
+def _lackey_stream(trace: Path, out: Path) -> list[tuple[int, str]]:
+    """The loads and stores of ``trace`` as lackey text gives them back, each with the
+    instructions since the one before (not their synthetic instruction addresses)."""
+    xlat.convert_trace(trace, out)
+    stream, before = [], 0
+    for line in out.read_text().splitlines():
+        if line.startswith("I"):
+            before += 1
+        elif line.startswith((" L", " S")):
+            stream.append((before, line.strip()))
+            before = 0
+    return stream
+
+
+@pytest.mark.engine
+def test_record_trace_writes_the_region_of_interest_unless_asked_for_the_set_up(
+    tmp_path: Path,
+) -> None:
+    roi, full = tmp_path / "roi.xtr", tmp_path / "full.xtr"
+    record = {"overrides": PR_TINY, "progress": False}
+    assert xlat.record_trace(roi, "baseline-radix", "pr", **record) == {
+        "records": 5_000,
+        "setup_records": PR_SETUP,
+        "setup_included": False,
+    }
+    assert xlat.record_trace(full, "baseline-radix", "pr", include_setup=True, **record) == {
+        "records": PR_SETUP + 5_000,
+        "setup_records": PR_SETUP,
+        "setup_included": True,
+    }
+    # The region's records are those after the set-up, which a run of the workload skips.
+    stream = _lackey_stream(full, tmp_path / "full.lackey")
+    assert _lackey_stream(roi, tmp_path / "roi.lackey") == stream[PR_SETUP:]
+    ran = xlat.run("baseline-radix", "pr", overrides=PR_TINY, progress=False)
+    assert ran["fast_forward"]["records"] == PR_SETUP
+    assert ran["core"]["loads"] + ran["core"]["stores"] == 5_000
+    # Runs of the traces measure the same references, fast-forwarding as the workload does.
+    for trace, setup in ((roi, 0), (full, PR_SETUP)):
+        ran = xlat.run("baseline-radix", trace=trace, progress=False)
+        assert ran["fast_forward"]["records"] == setup
+        assert ran["fast_forward"]["reached_roi"] is (setup > 0)
+        assert ran["core"]["loads"] + ran["core"]["stores"] == 5_000
+    summary = xlat.inspect_trace(roi)
+    assert (summary["records"], summary["roi_start"], summary["setup_skipped"]) == (
+        5_000,
+        0,
+        PR_SETUP,
+    )
+    summary = xlat.inspect_trace(full)
+    assert (summary["roi_start"], summary["setup_skipped"]) == (PR_SETUP, None)
+
+
 @pytest.mark.engine
 def test_bad_geometry_is_an_error() -> None:
     with pytest.raises(xlat.XlatError, match="ways"):

@@ -463,20 +463,33 @@ def record_trace(
     config: PathLike = DEFAULT_CONFIG,
     workload: str | None = None,
     *,
+    include_setup: bool = False,
     progress: ProgressArg = None,
     overrides: Overrides = None,
     **kwargs: Any,
-) -> int:
+) -> dict[str, Any]:
     """Write the records of a workload to a native ``.xtr`` trace at ``out``.
 
     The workload and its parameters come from the config and overrides exactly as for
     :func:`run` (``workload__scale=22``); the trace's metadata records them; ``progress`` as
-    for :func:`run`. Returns the number of records written.
+    for :func:`run`. The trace holds the workload's region of interest, the
+    ``workload.references`` records a run of the workload measures; a workload's set-up before
+    it (the graph kernels initialise their per-vertex state) is left out unless
+    ``include_setup``, and then a run of the trace fast-forwards through it as a run of the
+    workload does.
+
+    Returns:
+        ``{"records", "setup_records", "setup_included"}``: the records written, the set-up
+        records the workload emitted before its region of interest (0 for a workload without
+        set-up) and whether they are among those written.
     """
     ovr = build_overrides(workload, overrides, **kwargs)
     shown = progress_for_engine(progress)
     try:
-        return int(engine().record_trace(os.fspath(config), ovr, os.fspath(out), shown))
+        text = engine().record_trace(
+            os.fspath(config), ovr, os.fspath(out), shown, bool(include_setup)
+        )
+        return json.loads(text)
     finally:
         close_progress(shown)
 
