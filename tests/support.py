@@ -101,6 +101,9 @@ class FakeCore(types.ModuleType):
         self._record("resolve", config, list(overrides))
         return f"# {config}\n" + "\n".join(overrides) + "\n"
 
+    def boot(self, config: str, overrides: list[str]) -> None:
+        self._record("boot", config, list(overrides))
+
     def record_trace(
         self,
         config: str,
