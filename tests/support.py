@@ -101,6 +101,20 @@ class FakeCore(types.ModuleType):
         self._record("resolve", config, list(overrides))
         return f"# {config}\n" + "\n".join(overrides) + "\n"
 
+    def boot(self, config: str, overrides: list[str]) -> None:
+        self._record("boot", config, list(overrides))
+
+    def record_trace(
+        self,
+        config: str,
+        overrides: list[str],
+        out: str,
+        progress: Any,
+        include_setup: bool,
+    ) -> str:
+        self._record("record_trace", config, list(overrides), out, progress, include_setup)
+        return json.dumps({"records": 5, "setup_records": 0, "setup_included": include_setup})
+
     def presets(self) -> list[str]:
         self._record("presets")
         return list(self.preset_names)

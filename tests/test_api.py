@@ -229,6 +229,56 @@ def test_xlat_error_comes_from_engine(fake_core: FakeCore) -> None:
     assert XlatError is fake_core.XlatError
 
 
+def test_an_engine_error_names_the_keyword_arguments_as_written(fake_core: FakeCore) -> None:
+    # The engine knows only dotted keys: what the user wrote is named beside them.
+    fake_core.error = fake_core.XlatError(
+        "config error at `workload.references`: invalid value: integer `-5`, expected u64"
+    )
+    with pytest.raises(fake_core.XlatError) as caught:
+        xlat.run("baseline-radix", "gups", workload__references=-5)
+    assert str(caught.value) == (
+        "config error at `workload.references` (keyword argument `workload__references`): "
+        "invalid value: integer `-5`, expected u64"
+    )
+    for call in (xlat.resolve_config, xlat.boot, xlat.record_trace):
+        args = ("t.xtr",) if call is xlat.record_trace else ()
+        with pytest.raises(fake_core.XlatError, match="keyword argument `workload__references`"):
+            call(*args, "baseline-radix", "gups", workload__references=-5)
+    # A dotted key given as a dotted key is left as it is.
+    with pytest.raises(fake_core.XlatError) as caught:
+        xlat.run("baseline-radix", overrides={"workload.references": -5})
+    assert "keyword" not in str(caught.value)
+
+
+def test_keywords_are_named_at_their_key_a_table_above_it_or_a_quoted_override() -> None:
+    name = xlat.api._name_keywords
+    kwargs = ["mmu__l2tlb__unifed__entries", "workload__threads", "seed"]
+    assert name(
+        "config error at `mmu.l2tlb.unifed`: `unifed` is not a key of `mmu.l2tlb` (it has: 1g, "
+        "unified); the override `mmu.l2tlb.unifed.entries=3072` would add it",
+        kwargs,
+    ) == (
+        "config error at `mmu.l2tlb.unifed` (keys set by keyword argument "
+        "`mmu__l2tlb__unifed__entries`): `unifed` is not a key of `mmu.l2tlb` (it has: 1g, "
+        "unified); the keyword argument `mmu__l2tlb__unifed__entries=3072` would add it"
+    )
+    assert name("config error at `workload`: bad", kwargs + ["workload__references"]) == (
+        "config error at `workload` (keys set by keyword arguments `workload__threads`, "
+        "`workload__references`): bad"
+    )
+    # Only the first key is where the error is; single-level keywords read as written.
+    assert name("config error at `seed`: not `workload.threads`", kwargs) == (
+        "config error at `seed`: not `workload.threads`"
+    )
+
+
+def test_a_value_without_toml_form_names_its_keyword_or_key() -> None:
+    with pytest.raises(OverrideError, match="keyword argument workload__references: None"):
+        build_overrides("gups", workload__references=None)
+    with pytest.raises(OverrideError, match="override 'workload.references': None"):
+        build_overrides("gups", {"workload.references": None})
+
+
 def test_unknown_attribute() -> None:
     with pytest.raises(AttributeError):
         _ = xlat.no_such_thing  # type: ignore[attr-defined]
@@ -330,6 +380,77 @@ def test_unknown_key_is_an_error_naming_the_key() -> None:
         xlat.run("baseline-radix", "gups", overrides=TINY_GUPS, mmu__l2tlb__nosuchkey=1)
     with pytest.raises(xlat.XlatError, match="nosuchkey"):
         xlat.resolve_config("baseline-radix", mmu__l2tlb__nosuchkey=1)
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("call", ["run", "resolve_config", "boot", "record_trace"])
+def test_a_bad_keyword_argument_is_named_as_written(call: str, tmp_path: Path) -> None:
+    args = (tmp_path / "t.xtr",) if call == "record_trace" else ()
+    with pytest.raises(xlat.XlatError) as caught:
+        getattr(xlat, call)(*args, "baseline-radix", "gups", workload__references=-5)
+    message = str(caught.value)
+    assert message.startswith(
+        "config error at `workload.references` (keyword argument `workload__references`): "
+    ), message
+    with pytest.raises(xlat.XlatError, match="keyword argument `mmu__l2tlb__unified__ways`"):
+        getattr(xlat, call)(*args, "baseline-radix", "gups", mmu__l2tlb__unified__ways=0)
+
+
+#: pr at scale 10: 2^10 stores of set-up (its ranks), then its region of interest.
+PR_TINY = {"workload.scale": 10, "workload.references": 5_000}
+PR_SETUP = 1 << 10
+
+
+def _lackey_stream(trace: Path, out: Path) -> list[tuple[int, str]]:
+    """The loads and stores of ``trace`` as lackey text gives them back, each with the
+    instructions since the one before (not their synthetic instruction addresses)."""
+    xlat.convert_trace(trace, out)
+    stream, before = [], 0
+    for line in out.read_text().splitlines():
+        if line.startswith("I"):
+            before += 1
+        elif line.startswith((" L", " S")):
+            stream.append((before, line.strip()))
+            before = 0
+    return stream
+
+
+@pytest.mark.engine
+def test_record_trace_writes_the_region_of_interest_unless_asked_for_the_set_up(
+    tmp_path: Path,
+) -> None:
+    roi, full = tmp_path / "roi.xtr", tmp_path / "full.xtr"
+    record = {"overrides": PR_TINY, "progress": False}
+    assert xlat.record_trace(roi, "baseline-radix", "pr", **record) == {
+        "records": 5_000,
+        "setup_records": PR_SETUP,
+        "setup_included": False,
+    }
+    assert xlat.record_trace(full, "baseline-radix", "pr", include_setup=True, **record) == {
+        "records": PR_SETUP + 5_000,
+        "setup_records": PR_SETUP,
+        "setup_included": True,
+    }
+    # The region's records are those after the set-up, which a run of the workload skips.
+    stream = _lackey_stream(full, tmp_path / "full.lackey")
+    assert _lackey_stream(roi, tmp_path / "roi.lackey") == stream[PR_SETUP:]
+    ran = xlat.run("baseline-radix", "pr", overrides=PR_TINY, progress=False)
+    assert ran["fast_forward"]["records"] == PR_SETUP
+    assert ran["core"]["loads"] + ran["core"]["stores"] == 5_000
+    # Runs of the traces measure the same references, fast-forwarding as the workload does.
+    for trace, setup in ((roi, 0), (full, PR_SETUP)):
+        ran = xlat.run("baseline-radix", trace=trace, progress=False)
+        assert ran["fast_forward"]["records"] == setup
+        assert ran["fast_forward"]["reached_roi"] is (setup > 0)
+        assert ran["core"]["loads"] + ran["core"]["stores"] == 5_000
+    summary = xlat.inspect_trace(roi)
+    assert (summary["records"], summary["roi_start"], summary["setup_skipped"]) == (
+        5_000,
+        0,
+        PR_SETUP,
+    )
+    summary = xlat.inspect_trace(full)
+    assert (summary["roi_start"], summary["setup_skipped"]) == (PR_SETUP, None)
 
 
 @pytest.mark.engine

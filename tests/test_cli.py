@@ -394,6 +394,40 @@ def test_trace_record_then_run_the_trace(run_cli, tmp_path) -> None:
     assert stats["verify"]["translations_checked"] == 20_000
 
 
+def test_trace_record_leaves_the_set_up_out_unless_asked_and_says_so(run_cli, tmp_path) -> None:
+    # pr at scale 10 sets up 2^10 vertices' ranks before its region of interest.
+    roi, full = tmp_path / "pr.xtr", tmp_path / "pr-all.xtr"
+    record = ("trace", "record", "-w", "pr", "--set", "scale=10", "--refs", "5000", "--no-progress")
+    out = _ok(run_cli(*record, "-o", roi))
+    said = "wrote 5,000 records (region of interest; set-up of 1,024 records skipped)"
+    assert out == f"{said} to {roi}\n"
+    out = _ok(run_cli(*record, "--include-setup", "-o", full))
+    assert out.startswith("wrote 6,024 records (1,024 of set-up, then 5,000 of the region of ")
+    lines = _ok(run_cli("trace", "inspect", roi)).splitlines()
+    assert lines[1:3] == [
+        f"{'records':<24}{'5,000':>16}",
+        f"{'  set-up not recorded':<24}{'1,024':>16}",
+    ]
+    lines = _ok(run_cli("trace", "inspect", full)).splitlines()
+    assert lines[1:3] == [
+        f"{'records':<24}{'6,024':>16}",
+        f"{'  set-up (run skips it)':<24}{'1,024':>16}",
+    ]
+    # A run of either measures the region, the first without fast-forwarding, the second
+    # fast-forwarding through the set-up once, as a run of the workload does.
+    for trace, skipped in ((roi, 0), (full, 1024)):
+        stats = json.loads(_ok(run_cli("run", "--trace", trace, "--json")))
+        assert stats["fast_forward"]["records"] == skipped
+        assert stats["core"]["loads"] + stats["core"]["stores"] == 5000
+    # Recording simulates nothing: there is nothing to fast-forward.
+    assert "--fast-forward" in _usage_error(run_cli(*record, "--fast-forward", "0", "-o", roi))
+
+
+def test_a_bad_workload_parameter_is_named_by_its_key(run_cli) -> None:
+    err = _usage_error(run_cli("run", "-w", "gups", "--set", "workload.references=-5"))
+    assert "config error at `workload.references`: invalid value: integer `-5`" in err
+
+
 @pytest.mark.engine
 def test_bench_generators_reports_rates(run_cli) -> None:
     results = json.loads(_ok(run_cli("bench", "--generators", "--refs", "100000", "--json")))

@@ -228,7 +228,7 @@ def build_overrides(
             for key, value in overrides.items():
                 if not isinstance(key, str) or not key or any(p == "" for p in key.split(".")):
                     raise OverrideError(f"invalid override key {key!r}: use dotted keys")
-                result.append(f"{key}={to_toml_literal(value)}")
+                result.append(f"{key}={_literal(value, f'override {key!r}')}")
         elif isinstance(overrides, (str, bytes)):
             raise OverrideError(
                 "overrides must be a mapping or a list of 'key=value' strings, not a single string"
@@ -236,8 +236,77 @@ def build_overrides(
         else:
             result.extend(_check_raw(entry) for entry in overrides)
     for name, value in kwargs.items():
-        result.append(f"{override_key(name)}={to_toml_literal(value)}")
+        result.append(f"{override_key(name)}={_literal(value, f'keyword argument {name}')}")
     return result
+
+
+def _literal(value: Any, what: str) -> str:
+    """:func:`to_toml_literal`, its error naming ``what`` the value was given as."""
+    try:
+        return to_toml_literal(value)
+    except OverrideError as exc:
+        raise OverrideError(f"{what}: {exc}") from None
+
+
+# A name the engine's messages quote (`workload.references`), or an override they quote whole
+# (`mmu.l2tlb.unifed.entries=3072`).
+_QUOTED = re.compile(r"(the override )?`([A-Za-z0-9_.\-]+)(=[^`]*)?`")
+
+
+def _name_keywords(message: str, kwargs: Iterable[str]) -> str:
+    """``message``, an engine error, naming the keyword arguments (``workload__references``)
+    as they were written where it names their dotted keys (``workload.references``).
+
+    The key the error is at (the first name it quotes) gets its keyword after it, ``(keyword
+    argument `workload__references`)``, or, a table above keywords' keys (``workload``), the
+    keywords below it; an override the message quotes whole (``the override `a.b=1` ``) is
+    quoted as the keyword (``the keyword argument `a__b=1` ``).
+    """
+    keys = {override_key(name): name for name in kwargs if "__" in name}
+    named = False
+
+    def name(match: re.Match[str]) -> str:
+        nonlocal named
+        override, key, value = match.groups()
+        if value is not None:
+            if key not in keys:
+                return match.group(0)
+            return f"{'the keyword argument ' if override else ''}`{keys[key]}{value}`"
+        if override or named:
+            return match.group(0)
+        # The first name quoted is where the error is.
+        named = True
+        if key in keys:
+            return f"{match.group(0)} (keyword argument `{keys[key]}`)"
+        below = [f"`{n}`" for k, n in keys.items() if k.startswith(key + ".")]
+        if not below:
+            return match.group(0)
+        words = "keyword argument" if len(below) == 1 else "keyword arguments"
+        return f"{match.group(0)} (keys set by {words} {', '.join(below)})"
+
+    return _QUOTED.sub(name, message) if keys else message
+
+
+class _NamingKeywords:
+    """A block calling the engine with overrides from keyword arguments: an engine error
+    raised in it names the keywords (:func:`_name_keywords`)."""
+
+    def __init__(self, kwargs: Iterable[str]) -> None:
+        self.kwargs = list(kwargs)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None or not any("__" in name for name in self.kwargs):
+            return False
+        error_type = getattr(engine(), "XlatError", None)
+        if not isinstance(error_type, type) or not isinstance(exc, error_type):
+            return False
+        message = _name_keywords(str(exc), self.kwargs)
+        if message == str(exc):
+            return False
+        raise error_type(message).with_traceback(tb) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,13 +332,14 @@ def run_json(
     ovr = build_overrides(workload, overrides, **kwargs)
     shown = progress_for_engine(progress)
     try:
-        return engine().run(
-            os.fspath(config),
-            ovr,
-            None if trace is None else os.fspath(trace),
-            None if out is None else os.fspath(out),
-            shown,
-        )
+        with _NamingKeywords(kwargs):
+            return engine().run(
+                os.fspath(config),
+                ovr,
+                None if trace is None else os.fspath(trace),
+                None if out is None else os.fspath(out),
+                shown,
+            )
     finally:
         close_progress(shown)
 
@@ -347,7 +417,8 @@ def resolve_config(
         xlat.XlatError: unknown key, out-of-range value, unreadable config file, ...
     """
     ovr = build_overrides(workload, overrides, **kwargs)
-    return engine().resolve(os.fspath(config), ovr)
+    with _NamingKeywords(kwargs):
+        return engine().resolve(os.fspath(config), ovr)
 
 
 def boot(
@@ -369,7 +440,8 @@ def boot(
         xlat.XlatError: the config does not resolve, or the machine does not boot.
     """
     ovr = build_overrides(workload, overrides, **kwargs)
-    engine().boot(os.fspath(config), ovr)
+    with _NamingKeywords(kwargs):
+        engine().boot(os.fspath(config), ovr)
 
 
 def hpt_way_limits(
@@ -463,20 +535,34 @@ def record_trace(
     config: PathLike = DEFAULT_CONFIG,
     workload: str | None = None,
     *,
+    include_setup: bool = False,
     progress: ProgressArg = None,
     overrides: Overrides = None,
     **kwargs: Any,
-) -> int:
+) -> dict[str, Any]:
     """Write the records of a workload to a native ``.xtr`` trace at ``out``.
 
     The workload and its parameters come from the config and overrides exactly as for
     :func:`run` (``workload__scale=22``); the trace's metadata records them; ``progress`` as
-    for :func:`run`. Returns the number of records written.
+    for :func:`run`. The trace holds the workload's region of interest, the
+    ``workload.references`` records a run of the workload measures; a workload's set-up before
+    it (the graph kernels initialise their per-vertex state) is left out unless
+    ``include_setup``, and then a run of the trace fast-forwards through it as a run of the
+    workload does.
+
+    Returns:
+        ``{"records", "setup_records", "setup_included"}``: the records written, the set-up
+        records the workload emitted before its region of interest (0 for a workload without
+        set-up) and whether they are among those written.
     """
     ovr = build_overrides(workload, overrides, **kwargs)
     shown = progress_for_engine(progress)
     try:
-        return int(engine().record_trace(os.fspath(config), ovr, os.fspath(out), shown))
+        with _NamingKeywords(kwargs):
+            text = engine().record_trace(
+                os.fspath(config), ovr, os.fspath(out), shown, bool(include_setup)
+            )
+        return json.loads(text)
     finally:
         close_progress(shown)
 

@@ -402,17 +402,31 @@ def _record_overrides(entries: Sequence[str]) -> list[str]:
     return result
 
 
+def _describe_recorded(recorded: dict) -> str:
+    """What `trace record` wrote: the records, and what became of the workload's set-up."""
+    n, setup = recorded["records"], recorded["setup_records"]
+    text = f"{n:,} records"
+    if setup == 0:
+        return text + " (the workload has no set-up: all region of interest)"
+    if recorded["setup_included"]:
+        return f"{text} ({setup:,} of set-up, then {n - setup:,} of the region of interest)"
+    if n == 0:
+        return f"{text} (the workload ended in its set-up of {setup:,} records, not recorded)"
+    return f"{text} (region of interest; set-up of {setup:,} records skipped)"
+
+
 def _cmd_trace(args: argparse.Namespace) -> int:
     if args.trace_command == "record":
         args.set = _record_overrides(args.set)
-        n = api.record_trace(
+        recorded = api.record_trace(
             args.out,
             args.config,
             args.workload,
+            include_setup=args.include_setup,
             progress=_run_progress(args),
             overrides=_overrides(args),
         )
-        _print(f"wrote {n:,} records to {args.out}")
+        _print(f"wrote {_describe_recorded(recorded)} to {args.out}")
     elif args.trace_command == "convert":
         n = api.convert_trace(args.input, args.output)
         _print(f"wrote {n:,} records to {args.output}")
@@ -636,6 +650,12 @@ def _format_inspect(s: dict) -> str:
     )
     for label, key in rows:
         lines.append(f"{label:<24}{s[key]:>16,}")
+        if key == "records":
+            # A workload's set-up: in the trace before its region of interest, or left out.
+            if s.get("roi_start"):
+                lines.append(f"{'  set-up (run skips it)':<24}{s['roi_start']:>16,}")
+            if s.get("setup_skipped"):
+                lines.append(f"{'  set-up not recorded':<24}{s['setup_skipped']:>16,}")
     lines.append(f"{'footprint':<24}{mib:>12,.1f} MiB")
     lines.append(f"{'unique 4 KiB pages':<24}{s['unique_pages_4k']:>16,}")
     lines.append(f"{'unique 2 MiB pages':<24}{s['unique_pages_2m']:>16,}")
@@ -654,8 +674,11 @@ def _format_inspect(s: dict) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _add_system_options(p: argparse.ArgumentParser, *, multi: bool, trace: bool) -> None:
-    """Options that choose and modify the simulated system."""
+def _add_system_options(
+    p: argparse.ArgumentParser, *, multi: bool, trace: bool, fast_forward: bool = True
+) -> None:
+    """Options that choose and modify the simulated system (`--fast-forward` unless
+    ``fast_forward`` is false: a command that simulates nothing has nothing to skip)."""
     if multi:
         p.add_argument(
             "-c",
@@ -710,6 +733,8 @@ def _add_system_options(p: argparse.ArgumentParser, *, multi: bool, trace: bool)
         help="cores of the system (= --set sim.cores=N); a workload's threads or a mix's "
         "members run one per core",
     )
+    if not fast_forward:
+        return
     p.add_argument(
         "--fast-forward",
         type=parse_fast_forward,
@@ -1005,10 +1030,18 @@ def build_parser() -> argparse.ArgumentParser:
     rec = tsub.add_parser(
         "record",
         help="write a workload's records to a .xtr trace",
-        description="Write the records of a built-in workload to a native .xtr trace. In "
-        "--set, a key without a dot is a workload parameter (--set scale=22).",
+        description="Write the records of a built-in workload to a native .xtr trace: those of "
+        "its region of interest (--refs N of them), as a run measures them, or with "
+        "--include-setup its set-up before them too. In --set, a key without a dot is a workload "
+        "parameter (--set scale=22).",
     )
-    _add_system_options(rec, multi=False, trace=False)
+    _add_system_options(rec, multi=False, trace=False, fast_forward=False)
+    rec.add_argument(
+        "--include-setup",
+        action="store_true",
+        help="also record the workload's set-up before its region of interest (a run of the "
+        "trace fast-forwards through it); by default only the region is recorded",
+    )
     rec.add_argument("-o", "--out", required=True, metavar="FILE", help="the .xtr file to write")
     rec.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
     conv = tsub.add_parser("convert", help="convert a trace to another format (by extension)")

@@ -50,23 +50,27 @@ fn run(
     .map_err(to_py)
 }
 
-/// Write the records of the configured workload to a native `.xtr` trace; returns the count.
+/// Write the records of the configured workload to a native `.xtr` trace, its set-up only with
+/// `include_setup`; returns what was written as JSON (`xlat::run::Recorded`).
 #[pyfunction]
-#[pyo3(signature = (config, overrides, out, progress=None))]
+#[pyo3(signature = (config, overrides, out, progress=None, include_setup=false))]
 fn record_trace(
     py: Python<'_>,
     config: String,
     overrides: Vec<String>,
     out: PathBuf,
     progress: Option<Bound<'_, PyAny>>,
-) -> PyResult<u64> {
+    include_setup: bool,
+) -> PyResult<String> {
     let mode = Mode::from_py(progress.as_ref())?;
     py.detach(move || {
         let cfg = xlat::run::resolve(&config, &overrides, None)?;
         let mut progress = Progress::new(mode);
-        let n = xlat::run::record(&cfg, &out, &mut |done, total| progress.report(done, total))?;
+        let recorded = xlat::run::record(&cfg, &out, include_setup, &mut |done, total| {
+            progress.report(done, total)
+        })?;
         progress.finish();
-        Ok(n)
+        Ok(serde_json::to_string(&recorded).expect("record result serialises"))
     })
     .map_err(to_py)
 }

@@ -18,7 +18,7 @@ fn make_gups(references: &str, out: &Path, overrides: &[String]) -> xlat::Result
     ov.push(format!("workload.references={references}"));
     let cfg = xlat::run::resolve("baseline-radix", &ov, None)?;
     let xtr = out.with_extension("gups-tmp.xtr");
-    xlat::run::record(&cfg, &xtr, &mut |_, _| Ok(()))?;
+    xlat::run::record(&cfg, &xtr, false, &mut |_, _| Ok(()))?;
     let result = xlat::trace::convert(&xtr, out);
     let _ = std::fs::remove_file(&xtr);
     result

@@ -218,13 +218,37 @@ pub fn bench(
     Ok(clock.result(workload, stats.core.stats.memory_refs))
 }
 
-/// Write the records of `cfg`'s workload to a native trace at `out`, with the workload's name
-/// and parameters as metadata. Returns the record count.
+/// What [`record`] wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Recorded {
+    /// Records in the trace.
+    pub records: u64,
+    /// Records the workload emitted before its region of interest: its set-up (0 for a
+    /// workload without; all it emitted if it never reached its region).
+    pub setup_records: u64,
+    /// Whether the set-up records are in the trace, before the region's, or were left out.
+    pub setup_included: bool,
+}
+
+/// Room kept in a recorded trace's metadata for the keys known only at the end (the set-up's
+/// length and where the region of interest begins, numbers of up to 20 digits).
+const RECORD_META_ROOM: usize = 64;
+
+/// Write the records of `cfg`'s workload to a native trace at `out`, with the workload's name,
+/// parameters and seed as metadata. A workload's set-up (the records before its region of
+/// interest, which a run fast-forwards through) is left out unless `include_setup`, so the
+/// trace holds what a run of the workload measures: `workload.references` records. With the
+/// set-up, the metadata says where the region begins (`roi_start`), and a run of the trace
+/// fast-forwards to it as a run of the workload does. Either way the metadata says how long
+/// the set-up was (`setup_records`) and whether it is in the trace (`setup_included`).
 pub fn record(
     cfg: &SimConfig,
     out: &Path,
+    include_setup: bool,
     progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
-) -> Result<u64> {
+) -> Result<Recorded> {
+    use crate::trace::native::{META_ROI_START, META_SETUP_INCLUDED, META_SETUP_RECORDS};
+    use crate::trace::Roi;
     let mut os = crate::sim::boot_os(cfg)?;
     let mut source = crate::workload::build(&cfg.workload, os.as_mut(), cfg.seed)?;
     let mut meta = serde_json::Map::new();
@@ -233,21 +257,50 @@ pub fn record(
     meta.insert("parameters".into(), params);
     meta.insert("seed".into(), cfg.seed.into());
     meta.insert("xlat_version".into(), env!("CARGO_PKG_VERSION").into());
+    meta.insert(META_SETUP_INCLUDED.into(), include_setup.into());
     let tmp = out.with_extension("xtr.tmp");
-    let mut writer = crate::trace::native::XtrWriter::create(&tmp, meta)?;
-    let total = source.len_hint();
-    let mut buf = Vec::with_capacity(4096);
-    loop {
-        source.fill(&mut buf)?;
-        if buf.is_empty() {
-            break;
+    let result = (|| {
+        let mut writer = crate::trace::native::XtrWriter::create_with_room(
+            &tmp,
+            meta.clone(),
+            RECORD_META_ROOM,
+        )?;
+        let mut buf = Vec::with_capacity(crate::trace::BATCH);
+        let mut read = 0u64;
+        loop {
+            source.fill(&mut buf)?;
+            if buf.is_empty() {
+                break;
+            }
+            // The set-up's records, if this batch holds any and they are left out.
+            let setup = match (include_setup, source.roi()) {
+                (true, _) => 0,
+                (false, Roi::At(at)) => at.saturating_sub(read).min(buf.len() as u64) as usize,
+                (false, Roi::NotYet) => buf.len(),
+            };
+            read += buf.len() as u64;
+            writer.write_all(&buf[setup..])?;
+            progress(read, source.len_hint())?;
         }
-        writer.write_all(&buf)?;
-        progress(writer.count(), total)?;
+        let setup_records = match source.roi() {
+            Roi::At(at) => at,
+            Roi::NotYet => read,
+        };
+        meta.insert(META_SETUP_RECORDS.into(), setup_records.into());
+        let roi_start = if include_setup { setup_records } else { 0 };
+        meta.insert(META_ROI_START.into(), roi_start.into());
+        let records = writer.finish_with_meta(meta)?;
+        std::fs::rename(&tmp, out).map_err(|e| Error::file(out, e.to_string()))?;
+        Ok(Recorded {
+            records,
+            setup_records,
+            setup_included: include_setup,
+        })
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    let n = writer.finish()?;
-    std::fs::rename(&tmp, out).map_err(|e| Error::file(out, e.to_string()))?;
-    Ok(n)
+    result
 }
 
 /// Records per second a workload generator produces on its own (no simulation), measured the

@@ -13,8 +13,12 @@ use xlat::mmu::walk::WalkPlan;
 use xlat::os::{MapKind, Os};
 use xlat::pt::radix::RadixPageTable;
 use xlat::rng::Rng;
+use xlat::run::Recorded;
 use xlat::schemes::radix::{Radix, RadixWalker};
+use xlat::trace::{Record, RecordSource, Roi};
 use xlat::{SimConfig, Simulation};
+
+mod common;
 
 fn small(extra: &[&str]) -> xlat::SimConfig {
     let mut ov: Vec<String> = vec![
@@ -506,14 +510,125 @@ fn recorded_trace_carries_workload_metadata() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("g.xtr");
     let cfg = small(&["workload.references=5000"]);
+    let recorded = xlat::run::record(&cfg, &out, false, &mut |_, _| Ok(())).unwrap();
+    // gups has no set-up: nothing to leave out.
     assert_eq!(
-        xlat::run::record(&cfg, &out, &mut |_, _| Ok(())).unwrap(),
-        5000
+        recorded,
+        Recorded {
+            records: 5000,
+            setup_records: 0,
+            setup_included: false
+        }
     );
     let r = xlat::trace::native::XtrReader::open(&out).unwrap();
     assert_eq!(r.meta().records, Some(5000));
     assert_eq!(r.meta().meta["workload"], "gups");
     assert_eq!(r.meta().meta["parameters"]["table_bytes"], 67108864);
+    assert_eq!(r.meta().meta["setup_records"], 0);
+    assert_eq!(r.roi(), Roi::At(0));
+}
+
+/// Every record of `path`, a native trace.
+fn trace_records(path: &std::path::Path) -> Vec<Record> {
+    let mut r = xlat::trace::native::XtrReader::open(path).unwrap();
+    std::iter::from_fn(|| r.next_record().unwrap()).collect()
+}
+
+/// `trace record` of a workload with a set-up writes its region of interest, the
+/// `workload.references` records a run measures, unless asked to include the set-up; then the
+/// trace says where the region begins and a run of it fast-forwards there, once, as a run of
+/// the workload does. A run of the region alone fast-forwards through nothing.
+#[test]
+fn recording_leaves_the_set_up_out_unless_asked_and_runs_of_either_trace_measure_the_region() {
+    const REFS: u64 = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    let ov: Vec<String> = [
+        "workload.name=pr",
+        "workload.scale=12",
+        "workload.references=20000",
+        "os.physmem.bytes=2147483648",
+        "os.physmem.fragmentation=0.0",
+    ]
+    .map(String::from)
+    .to_vec();
+    let cfg = SimConfig::load("baseline-radix", &ov).unwrap();
+    // What the generator emits, as a run of the workload reads it.
+    let mut os = xlat::sim::boot_os(&cfg).unwrap();
+    let mut source = xlat::workload::build(&cfg.workload, os.as_mut(), cfg.seed).unwrap();
+    let all = common::all_records(source.as_mut());
+    let Roi::At(setup) = source.roi() else {
+        panic!("pr reached no region of interest")
+    };
+    assert_eq!(setup, 1 << 12, "pr's set-up: one store per vertex");
+    assert_eq!(all.len() as u64, setup + REFS);
+
+    let roi_only = dir.path().join("roi.xtr");
+    let recorded = xlat::run::record(&cfg, &roi_only, false, &mut |_, _| Ok(())).unwrap();
+    assert_eq!(
+        recorded,
+        Recorded {
+            records: REFS,
+            setup_records: setup,
+            setup_included: false
+        }
+    );
+    assert_eq!(trace_records(&roi_only), all[setup as usize..]);
+    let r = xlat::trace::native::XtrReader::open(&roi_only).unwrap();
+    assert_eq!(r.roi(), Roi::At(0));
+    assert_eq!(r.meta().setup_skipped(), Some(setup));
+    assert_eq!(r.meta().meta["setup_included"], false);
+
+    let with_setup = dir.path().join("all.xtr");
+    let recorded = xlat::run::record(&cfg, &with_setup, true, &mut |_, _| Ok(())).unwrap();
+    assert_eq!(
+        recorded,
+        Recorded {
+            records: setup + REFS,
+            setup_records: setup,
+            setup_included: true
+        }
+    );
+    assert_eq!(trace_records(&with_setup), all);
+    let r = xlat::trace::native::XtrReader::open(&with_setup).unwrap();
+    assert_eq!(r.roi(), Roi::At(setup));
+    assert_eq!(r.meta().setup_skipped(), None);
+
+    // `trace inspect` says both.
+    let s = xlat::trace::inspect(&roi_only).unwrap();
+    assert_eq!(
+        (s.records, s.roi_start, s.setup_skipped),
+        (REFS, 0, Some(setup))
+    );
+    let s = xlat::trace::inspect(&with_setup).unwrap();
+    assert_eq!(
+        (s.records, s.roi_start, s.setup_skipped),
+        (setup + REFS, setup, None)
+    );
+
+    // A conversion to .xtr keeps the start of the region.
+    let converted = dir.path().join("converted.xtr");
+    xlat::trace::convert(&with_setup, &converted).unwrap();
+    let r = xlat::trace::native::XtrReader::open(&converted).unwrap();
+    assert_eq!(r.roi(), Roi::At(setup));
+
+    let run = |trace: &std::path::Path| {
+        let ov = [
+            "os.physmem.bytes=2147483648".to_string(),
+            "os.physmem.fragmentation=0.0".to_string(),
+            "sim.verify=true".to_string(),
+        ];
+        let cfg = xlat::run::resolve("baseline-radix", &ov, Some(trace)).unwrap();
+        xlat::run::run(cfg, None, &mut |_, _| Ok(())).unwrap()
+    };
+    let s = run(&roi_only);
+    assert_eq!(s.fast_forward.records, 0);
+    assert_eq!(s.core.stats.memory_refs, REFS);
+    for trace in [&with_setup, &converted] {
+        let s = run(trace);
+        assert_eq!(s.fast_forward.records, setup);
+        assert!(s.fast_forward.reached_roi);
+        assert_eq!(s.core.stats.memory_refs, REFS);
+    }
 }
 
 /// A trace simulates the same in every format that carries it: a native trace converted to
@@ -529,7 +644,9 @@ fn champsim_and_lackey_traces_simulate_like_the_native_trace() {
         "sim.verify=true",
     ]);
     assert_eq!(
-        xlat::run::record(&cfg, &xtr, &mut |_, _| Ok(())).unwrap(),
+        xlat::run::record(&cfg, &xtr, false, &mut |_, _| Ok(()))
+            .unwrap()
+            .records,
         30_000
     );
     let champsim = dir.path().join("s.champsimtrace.xz");

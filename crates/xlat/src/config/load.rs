@@ -30,12 +30,48 @@ pub fn load_with<T: DeserializeOwned + Validate, X>(
     }
     table.remove("extends");
     let taken = take(&mut table);
-    let cfg: T = deserialize(table, spec).map_err(|e| match e {
-        Error::Config { key, msg } => new_key_error(&before_overrides, overrides, key, msg),
+    let cfg: T = deserialize(table.clone(), spec).map_err(|e| match e {
+        // serde's message names an unknown field and the fields there are: no need to guess
+        // at misspellings against the tables before the overrides.
+        Error::Config { key, msg } => match key_within::<T>(&table, spec, &key) {
+            Some(key) => Error::Config { key, msg },
+            None => new_key_error(&before_overrides, overrides, key, msg),
+        },
         other => other,
     })?;
     cfg.validate()?;
     Ok((cfg, taken))
+}
+
+/// serde loses the path inside a table whose type one of its keys selects (`[workload]`,
+/// whose `name` picks the type of its parameters): a bad value of one of its keys is reported
+/// at the table (`workload: invalid value: integer -5`). The key without which `table`
+/// deserialises is the one at fault: its path (`workload.references`). `None` if `key` is no
+/// table or no single key in it is at fault.
+fn key_within<T: DeserializeOwned>(table: &Table, spec: &str, key: &str) -> Option<String> {
+    let at = |table: &Table| -> Option<Table> {
+        let mut cur = table;
+        for part in key.split('.') {
+            cur = cur.get(part)?.as_table()?;
+        }
+        Some(cur.clone())
+    };
+    let inner = at(table)?;
+    for name in inner.keys() {
+        let mut without = table.clone();
+        let mut cur = &mut without;
+        for part in key.split('.') {
+            cur = cur
+                .get_mut(part)
+                .and_then(Value::as_table_mut)
+                .expect("the path was found above");
+        }
+        cur.remove(name);
+        if deserialize::<T>(without, spec).is_ok() {
+            return Some(format!("{key}.{name}"));
+        }
+    }
+    None
 }
 
 /// An error at `key` whose path passes through a name that no preset or file defined, but an
@@ -361,6 +397,42 @@ mod tests {
                 .to_string();
             assert!(e.contains(key), "{ov}: {e}");
         }
+    }
+
+    /// `[workload]`'s `name` selects the type of its other keys, and serde then reports a bad
+    /// value of one of them at `workload` alone: the error names the key itself.
+    #[test]
+    fn a_bad_workload_parameter_is_named_by_its_own_key() {
+        let cases = [
+            (
+                &["workload.name=gups", "workload.references=-5"][..],
+                "config error at `workload.references`: invalid value: integer `-5`",
+            ),
+            (
+                &["workload.name=pr", "workload.scale=\"big\""],
+                "config error at `workload.scale`: invalid type: string \"big\"",
+            ),
+            (
+                &["workload.name=gups", "workload.tabel_bytes=1"],
+                "config error at `workload.tabel_bytes`: unknown field `tabel_bytes`, expected \
+                 one of `table_bytes`,",
+            ),
+        ];
+        for (ov, want) in cases {
+            let ov: Vec<String> = ov.iter().map(|s| s.to_string()).collect();
+            let e = load("baseline-radix", &ov).unwrap_err().to_string();
+            assert!(e.contains(want), "{ov:?}: {e}");
+        }
+        // Two bad keys: no one of them is at fault alone, and the table is named.
+        let ov = [
+            "workload.name=gups",
+            "workload.references=-5",
+            "workload.threads=-1",
+        ];
+        let e = load("baseline-radix", &ov.map(String::from))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("config error at `workload`: "), "{e}");
     }
 
     #[test]

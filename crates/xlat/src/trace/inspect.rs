@@ -172,6 +172,15 @@ pub struct TraceSummary {
     /// Log2 histogram of 4 KiB page reuse distances (distinct pages between two touches of
     /// the same page), up to the highest non-empty bucket.
     pub reuse_histogram: Vec<ReuseBucket>,
+    /// The record at which the region of interest begins: the records before it are a
+    /// workload's set-up, recorded with it, which a run fast-forwards through by default. 0:
+    /// the whole trace is region of interest.
+    #[serde(default)]
+    pub roi_start: u64,
+    /// Set-up records of the workload that `xlat trace record` left out of the trace (it
+    /// records the region of interest), where the trace's metadata says; `None` otherwise.
+    #[serde(default)]
+    pub setup_skipped: Option<u64>,
 }
 
 /// Accumulates a [`TraceSummary`] record by record.
@@ -205,6 +214,8 @@ impl Summarizer {
                 max_address: None,
                 reuse_cold: 0,
                 reuse_histogram: Vec::new(),
+                roi_start: 0,
+                setup_skipped: None,
             },
             huge_pages: FxHashSet::default(),
             reuse,
@@ -276,7 +287,11 @@ pub fn summarize(format: &str, source: &mut dyn RecordSource) -> Result<TraceSum
     loop {
         source.fill(&mut buf)?;
         if buf.is_empty() {
-            return Ok(sum.finish());
+            let mut summary = sum.finish();
+            if let crate::trace::Roi::At(start) = source.roi() {
+                summary.roi_start = start;
+            }
+            return Ok(summary);
         }
         for r in &buf {
             sum.add(r);
@@ -363,6 +378,8 @@ mod tests {
                 max_address: Some(C + 4096),
                 reuse_cold: 4,
                 reuse_histogram: vec![bucket(0, 0, 1), bucket(1, 1, 1), bucket(2, 3, 3)],
+                roi_start: 0,
+                setup_skipped: None,
             }
         );
     }

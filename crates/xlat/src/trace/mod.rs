@@ -306,7 +306,11 @@ pub fn locate(path: &Path, record: u64) -> Option<String> {
 pub fn inspect(path: &Path) -> Result<TraceSummary> {
     let format = detect(path)?;
     let mut source = open(path)?;
-    inspect::summarize(format.name(), source.as_mut())
+    let mut summary = inspect::summarize(format.name(), source.as_mut())?;
+    if format == Format::Xtr {
+        summary.setup_skipped = native::XtrReader::open(path)?.meta().setup_skipped();
+    }
+    Ok(summary)
 }
 
 const SUPPORTED_OUTPUTS: &str = "supported output names: *.xtr, *.champsim / *.champsimtrace \
@@ -384,6 +388,10 @@ pub fn convert(src: &Path, dst: &Path) -> Result<u64> {
                 meta.insert("converted_from".into(), src.display().to_string().into());
                 meta.insert("source_format".into(), source_format.name().into());
                 meta.insert("xlat_version".into(), env!("CARGO_PKG_VERSION").into());
+                // A trace with its set-up keeps saying where the region of interest begins.
+                if let Roi::At(start @ 1..) = source.roi() {
+                    meta.insert(native::META_ROI_START.into(), start.into());
+                }
                 Sink::Xtr(native::XtrWriter::create(&tmp, meta)?)
             }
             Format::ChampSim => {

@@ -17,6 +17,10 @@
 //! | 24     | 4    | `u32` metadata length `N`                                             |
 //! | 28     | N    | metadata: UTF-8 JSON object (workload name, parameters, ...)          |
 //!
+//! The metadata may end in spaces (JSON whitespace): room a writer kept to complete it when it
+//! finishes ([`XtrWriter::create_with_room`]). One key has a meaning to readers: `roi_start`,
+//! the record at which the trace's region of interest begins ([`META_ROI_START`]).
+//!
 //! Body, starting at byte `28 + N`: one zstd stream (written as one frame, with a content
 //! checksum) whose uncompressed content is a sequence of 24-byte records:
 //!
@@ -52,7 +56,7 @@
 use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::trace::compress;
-use crate::trace::{Op, Record, RecordSource};
+use crate::trace::{Op, Record, RecordSource, Roi};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -69,6 +73,16 @@ pub const HEADER_BYTES: usize = 28;
 const COUNT_OFFSET: u64 = 16;
 /// Header record count meaning "unknown".
 const COUNT_UNKNOWN: u64 = u64::MAX;
+/// The metadata key saying at which record the region of interest begins (the records before
+/// it are the program's set-up, which a run fast-forwards through); absent means 0, the whole
+/// trace.
+pub const META_ROI_START: &str = "roi_start";
+/// The metadata key of `xlat trace record` holding how many records of set-up its workload
+/// emitted before the region of interest.
+pub const META_SETUP_RECORDS: &str = "setup_records";
+/// The metadata key of `xlat trace record` saying whether the set-up records are in the
+/// trace (`true`: before `roi_start`) or were left out.
+pub const META_SETUP_INCLUDED: &str = "setup_included";
 /// zstd compression level used by the writer.
 const ZSTD_LEVEL: i32 = 3;
 /// Records per internal decode / encode batch.
@@ -83,6 +97,17 @@ pub struct TraceMeta {
     pub records: Option<u64>,
     /// The free-form JSON metadata object.
     pub meta: serde_json::Map<String, serde_json::Value>,
+}
+
+impl TraceMeta {
+    /// The set-up records of the workload that were left out of the trace, where the
+    /// metadata says ([`META_SETUP_RECORDS`] with [`META_SETUP_INCLUDED`] false).
+    pub fn setup_skipped(&self) -> Option<u64> {
+        match self.meta.get(META_SETUP_INCLUDED) {
+            Some(serde_json::Value::Bool(false)) => self.meta.get(META_SETUP_RECORDS)?.as_u64(),
+            _ => None,
+        }
+    }
 }
 
 #[inline]
@@ -137,14 +162,33 @@ pub struct XtrWriter {
     enc: zstd::stream::write::Encoder<'static, BufWriter<File>>,
     stage: Vec<u8>,
     count: u64,
+    /// Bytes of the header's metadata field, room included.
+    meta_len: u32,
+}
+
+/// `meta` as the JSON bytes of the header's metadata field.
+fn meta_json(path: &Path, meta: serde_json::Map<String, serde_json::Value>) -> Result<Vec<u8>> {
+    serde_json::to_vec(&serde_json::Value::Object(meta))
+        .map_err(|e| Error::file(path, format!("cannot serialise trace metadata: {e}")))
 }
 
 impl XtrWriter {
     /// Creates (or truncates) `path` and writes the header and metadata.
     pub fn create(path: &Path, meta: serde_json::Map<String, serde_json::Value>) -> Result<Self> {
+        Self::create_with_room(path, meta, 0)
+    }
+
+    /// [`XtrWriter::create`], keeping `room` bytes (spaces after the JSON) for
+    /// [`XtrWriter::finish_with_meta`] to complete the metadata with what is known only at the
+    /// end, such as where the region of interest began.
+    pub fn create_with_room(
+        path: &Path,
+        meta: serde_json::Map<String, serde_json::Value>,
+        room: usize,
+    ) -> Result<Self> {
         let werr = |e: io::Error| Error::file(path, format!("cannot write trace: {e}"));
-        let meta_bytes = serde_json::to_vec(&serde_json::Value::Object(meta))
-            .map_err(|e| Error::file(path, format!("cannot serialise trace metadata: {e}")))?;
+        let mut meta_bytes = meta_json(path, meta)?;
+        meta_bytes.resize(meta_bytes.len() + room, b' ');
         let meta_len = u32::try_from(meta_bytes.len()).map_err(|_| {
             Error::file(
                 path,
@@ -174,6 +218,7 @@ impl XtrWriter {
             enc,
             stage: Vec::with_capacity(BATCH_RECORDS * RECORD_BYTES),
             count: 0,
+            meta_len,
         })
     }
 
@@ -214,7 +259,30 @@ impl XtrWriter {
     }
 
     /// Ends the zstd stream, patches the record count into the header, and returns the count.
-    pub fn finish(mut self) -> Result<u64> {
+    pub fn finish(self) -> Result<u64> {
+        self.finish_inner(None)
+    }
+
+    /// [`XtrWriter::finish`], replacing the metadata with `meta`, which must fit the bytes the
+    /// header holds: the metadata written at creation and the room kept after it (what is
+    /// left is padded with spaces).
+    pub fn finish_with_meta(self, meta: serde_json::Map<String, serde_json::Value>) -> Result<u64> {
+        let mut bytes = meta_json(&self.path, meta)?;
+        if bytes.len() > self.meta_len as usize {
+            return Err(Error::file(
+                &self.path,
+                format!(
+                    "the trace's final metadata is {} bytes, more than the {} its header holds",
+                    bytes.len(),
+                    self.meta_len
+                ),
+            ));
+        }
+        bytes.resize(self.meta_len as usize, b' ');
+        self.finish_inner(Some(bytes))
+    }
+
+    fn finish_inner(mut self, meta: Option<Vec<u8>>) -> Result<u64> {
         self.flush_stage()?;
         let path = self.path;
         let werr = |e: io::Error| Error::file(&path, format!("cannot write trace: {e}"));
@@ -222,6 +290,11 @@ impl XtrWriter {
         let mut file = w.into_inner().map_err(|e| werr(e.into_error()))?;
         file.seek(SeekFrom::Start(COUNT_OFFSET)).map_err(werr)?;
         file.write_all(&self.count.to_le_bytes()).map_err(werr)?;
+        if let Some(bytes) = meta {
+            file.seek(SeekFrom::Start(HEADER_BYTES as u64))
+                .map_err(werr)?;
+            file.write_all(&bytes).map_err(werr)?;
+        }
         file.flush().map_err(werr)?;
         Ok(self.count)
     }
@@ -246,6 +319,8 @@ pub struct XtrReader {
     end: usize,
     /// Records decoded so far (the index of the next record).
     records_read: u64,
+    /// The record at which the region of interest begins ([`META_ROI_START`]).
+    roi_start: u64,
     state: State,
 }
 
@@ -337,20 +412,36 @@ impl XtrReader {
             }
         };
 
+        let records = (count != COUNT_UNKNOWN).then_some(count);
+        let roi_start = match meta.get(META_ROI_START) {
+            None => 0,
+            Some(v) => v.as_u64().ok_or_else(|| {
+                Error::file(
+                    path,
+                    format!("metadata `{META_ROI_START}` is {v}, not a record number"),
+                )
+            })?,
+        };
+        if let Some(n) = records.filter(|&n| roi_start > n) {
+            return Err(Error::file(
+                path,
+                format!(
+                    "metadata `{META_ROI_START}` is {roi_start}, beyond the trace's {n} records"
+                ),
+            ));
+        }
         let dec = zstd::stream::read::Decoder::with_buffer(r)
             .map_err(|e| Error::file(path, format!("cannot set up zstd decoder: {e}")))?;
         Ok(XtrReader {
             path: path.to_path_buf(),
-            meta: TraceMeta {
-                records: (count != COUNT_UNKNOWN).then_some(count),
-                meta,
-            },
+            meta: TraceMeta { records, meta },
             body_offset: HEADER_BYTES as u64 + meta_len,
             dec,
             bytes: vec![0u8; BATCH_RECORDS * RECORD_BYTES].into_boxed_slice(),
             start: 0,
             end: 0,
             records_read: 0,
+            roi_start,
             state: State::Reading,
         })
     }
@@ -528,6 +619,12 @@ impl RecordSource for XtrReader {
 
     fn len_hint(&self) -> Option<u64> {
         self.meta.records
+    }
+
+    /// Where the metadata says (`roi_start`): a trace recorded with its workload's set-up
+    /// begins its region after it; any other is all region of interest.
+    fn roi(&self) -> Roi {
+        Roi::At(self.roi_start)
     }
 }
 
@@ -747,6 +844,60 @@ mod tests {
         let mut r = XtrReader::open(&p).unwrap();
         assert!(r.meta().meta.is_empty());
         assert_eq!(r.next_record().unwrap(), None);
+    }
+
+    #[test]
+    fn metadata_completed_at_the_end_fits_the_room_kept_and_says_where_the_roi_begins() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.xtr");
+        let recs = sample(100);
+        let mut w = XtrWriter::create_with_room(&p, meta_of(json!({"w": "pr"})), 40).unwrap();
+        w.write_all(&recs).unwrap();
+        let end = meta_of(json!({"w": "pr", "roi_start": 60}));
+        assert_eq!(w.finish_with_meta(end.clone()).unwrap(), 100);
+        let mut r = XtrReader::open(&p).unwrap();
+        assert_eq!(r.meta().meta, end);
+        assert_eq!(r.roi(), Roi::At(60));
+        assert_eq!(crate::trace::read_to_end(&mut r, 7).unwrap(), recs);
+
+        // Without the key: all region of interest. Room left unused reads as whitespace.
+        let mut w = XtrWriter::create_with_room(&p, meta_of(json!({"w": "x"})), 40).unwrap();
+        w.write_all(&recs).unwrap();
+        w.finish().unwrap();
+        let r = XtrReader::open(&p).unwrap();
+        assert_eq!(r.roi(), Roi::At(0));
+        assert_eq!(r.meta().meta, meta_of(json!({"w": "x"})));
+
+        // Metadata that outgrows the room is an error, not a corrupt file.
+        let w = XtrWriter::create_with_room(&p, Map::new(), 4).unwrap();
+        let err = w
+            .finish_with_meta(meta_of(json!({"roi_start": 12345})))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("more than the 6 its header holds"), "{err}");
+    }
+
+    #[test]
+    fn a_roi_start_that_is_no_record_of_the_trace_is_an_error() {
+        let body = body_of(&sample(4));
+        for (meta, needle) in [
+            (
+                &b"{\"roi_start\": -1}"[..],
+                "`roi_start` is -1, not a record number",
+            ),
+            (b"{\"roi_start\": \"5\"}", "not a record number"),
+            (
+                b"{\"roi_start\": 5}",
+                "`roi_start` is 5, beyond the trace's 4 records",
+            ),
+        ] {
+            expect_err(&raw_file(VERSION, 24, 4, meta, &body), &[needle]);
+        }
+        // The last record is a valid start (a workload that ended in its set-up).
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("end.xtr");
+        std::fs::write(&p, raw_file(VERSION, 24, 4, b"{\"roi_start\": 4}", &body)).unwrap();
+        assert_eq!(XtrReader::open(&p).unwrap().roi(), Roi::At(4));
     }
 
     #[test]
