@@ -4,7 +4,7 @@
 # self-ballooning; ME-HPT Tables I-II and Figs 8-16), at quick scale, each figure drawn in the
 # paper's style with our numbers beside the published ones, and one HTML report of it all.
 #
-#   bash scripts/run.sh                     # out/reproduce/report.html (24 min with one worker, after the build)
+#   bash scripts/run.sh                     # out/reproduce/report.html (8 min on an idle 2-core machine, after the build)
 #   XLAT_SCALE=tiny bash scripts/run.sh     # seconds: a smoke test of the whole pipeline
 #   XLAT_SCALE=full bash scripts/run.sh     # closest to the papers (hours)
 #   bash scripts/run.sh --jobs 2            # extra options go to `xlat reproduce`
