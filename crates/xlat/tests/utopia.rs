@@ -407,3 +407,37 @@ fn pages_moved_while_populating_cost_no_ipis_when_a_later_migration_shoots_down(
         "too few pages populated to tell"
     );
 }
+
+/// Utopia §5.7.2: a RestSeg walk runs beside the L2 TLB, and when it finds the page "the MMU
+/// aborts the L2 TLB access": a RestSeg hit costs the walk's own cycles (two cycles when the
+/// SF and TAR caches hold its lines), not the L2 TLB's; an L2 hit aborts the walk instead.
+#[test]
+fn a_restseg_hit_costs_its_walk_and_an_l2_hit_the_l2_tlb() {
+    const L2_LATENCY: u64 = 12;
+    // A table of 8192 pages (beyond the L2 TLB's reach), mapped before the run, in a RestSeg
+    // of 64 MiB whose SF and TAR fit caches of 256 KiB.
+    let mapped = [
+        format!("workload.table_bytes={}", 32 * MIB),
+        "workload.populate=true".to_string(),
+        restsegs(64 * MIB, 64 * MIB),
+        "schemes.utopia.tar_cache_bytes=262144".to_string(),
+        "schemes.utopia.sf_cache_bytes=262144".to_string(),
+    ];
+    let s = run(cfg("utopia", "gups", 60_000, &mapped));
+    let (walks, hits) = (u(&s, "mmu.rsw.walks"), u(&s, "mmu.rsw.hits"));
+    assert_eq!(u(&s, "mmu.walks"), 0, "every page is in the RestSeg");
+    assert_eq!(walks, hits);
+    let l2_hits = u(&s, "mmu.l1_misses") - walks;
+    assert!(
+        hits > 5_000 && l2_hits > 0,
+        "{hits} RestSeg hits, {l2_hits} L2 hits"
+    );
+    // Most walks read no line from memory (the caches' first misses aside): those take the
+    // caches' 2 cycles, which charging the L2 TLB's 12 would hide.
+    let refs = u(&s, "mmu.rsw.refs");
+    assert!(refs < hits / 4, "{refs} SF/TAR lines read for {hits} walks");
+    assert_eq!(
+        u(&s, "mmu.translation_cycles"),
+        l2_hits * L2_LATENCY + u(&s, "mmu.rsw.cycles")
+    );
+}

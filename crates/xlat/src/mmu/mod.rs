@@ -126,9 +126,11 @@ pub trait MmuScheme: Send + 'static {
     /// `l2_hit` says whether the L2 TLB had the translation: a side path that the L2 TLB's
     /// answer aborts (Utopia's RestSeg walk, §5.7, Fig 18) sends nothing to memory then.
     /// Returns the translation, if a side path has it, and the cycles the side paths took.
-    /// When the L2 TLB misses and a side path hits, the translation costs the slower of the
-    /// two lookups and fills the L1 TLB (an L2 hit wins: it is the cheaper of equal answers);
-    /// when both miss, the walk starts once both have answered.
+    /// The first lookup to answer with the translation serves it and cancels the other (a
+    /// RestSeg hit aborts the L2 TLB access, Utopia §5.7.2; a segment translates beside the
+    /// L2 TLB, Gandhi Table I): a side path's hit costs its own cycles, an L2 hit the L2
+    /// TLB's, and of two hits the faster serves (the L2 TLB on a tie). When both miss, the
+    /// walk starts once both have answered.
     #[allow(clippy::too_many_arguments)]
     fn side_lookup<P: PageTables<Table = Self::Table>>(
         &mut self,
@@ -557,10 +559,13 @@ impl<S: MmuScheme> Mmu<S> {
             mem,
             shared,
         );
+        // The first to answer serves the translation (`MmuScheme::side_lookup`).
         let hit = match (l2_hit, side) {
+            (_, Some(s)) if l2_hit.is_none() || s.latency < l2_latency => {
+                Some((s.pfn, s.size, s.latency, Found::Side))
+            }
             (Some((pfn, size)), _) => Some((pfn, size, l2_latency, Found::L2)),
-            (None, Some(s)) => Some((s.pfn, s.size, l2_latency.max(s.latency), Found::Side)),
-            (None, None) => None,
+            (None, _) => None,
         };
         if let Some((pfn, size, lat, found)) = hit {
             latency += lat;

@@ -268,9 +268,9 @@ impl NestedWalker {
     }
 }
 
-/// Cycles of the base-bound checks and additions of a segment translation beside the L2 TLB
-/// (Gandhi §VII counts 1 cycle per check).
-const SEGMENT_CYCLES: u64 = 1;
+/// Cycles of a segment translation beside the L2 TLB: its base-bound checks, made in
+/// parallel (Dual Direct's two comparators, Table II: 1 check), and the addition.
+const SEGMENT_CYCLES: u64 = walker::BASE_BOUND_CHECK_CYCLES;
 
 /// What a side path of segment registers answers: the page a segment translated, if any.
 fn segment_hit(page: Option<(Pfn, PageSize)>) -> (Option<StageHit>, u64) {

@@ -2,10 +2,12 @@
 //! misses everywhere, 4 with a VMM segment) and against the composed ground truth.
 
 use super::*;
+use crate::addr::translate;
 use crate::mem::MemKind;
 use crate::mmu::TlbLevel;
 use crate::os::testing::config;
 use crate::os::{BuddyFrames, MapKind, Os, ThpPolicy};
+use crate::pt::direct::{DirectSegment, EscapeFilter, Segment};
 use proptest::prelude::*;
 
 const MIB: u64 = 1 << 20;
@@ -45,16 +47,31 @@ fn walk(
     pid: u16,
     va: VirtAddr,
 ) -> (Option<(Pfn, PageSize)>, Vec<crate::mmu::walk::WalkRef>) {
+    let segment = os.process(pid).unwrap().segment.as_ref();
+    let (found, plan) = walk_plan(w, os, l2, pid, va, segment);
+    (found, plan.refs().to_vec())
+}
+
+/// Walk `va` of `pid` once with `segment` as its guest segment; returns the mapping and the
+/// plan.
+fn walk_plan(
+    w: &mut NestedWalker,
+    os: &Os<RadixPageTable>,
+    l2: &mut TlbLevel,
+    pid: u16,
+    va: VirtAddr,
+    segment: Option<&DirectSegment>,
+) -> (Option<(Pfn, PageSize)>, WalkPlan) {
     let mut env = WalkEnv {
         table: &os.process(pid).unwrap().pt,
         store: &os.store,
         host: os.host(),
-        segment: os.process(pid).unwrap().segment.as_ref(),
+        segment,
         l2tlb: l2,
     };
     let mut plan = WalkPlan::default();
     let found = w.plan_walk(va, pid, &mut env, &mut plan);
-    (found, plan.refs().to_vec())
+    (found, plan)
 }
 
 fn no_l2() -> TlbLevel {
@@ -123,11 +140,37 @@ fn with_a_vmm_segment_only_the_guest_walk_remains() {
     let mut os = guest_os(64, &v, ThpPolicy::Never);
     let (pid, va) = touched(&mut os, 64 << 10);
     let mut w = walker(&v, false);
-    let (found, refs) = walk(&mut w, &os, &mut no_l2(), pid, va);
+    let (found, plan) = walk_plan(&mut w, &os, &mut no_l2(), pid, va, None);
+    let refs = plan.refs();
     assert_eq!(refs.len(), 4);
     assert!(refs.iter().all(|r| (1..=4).contains(&r.kind.0)));
     assert_eq!(found, os.truth(pid, va));
     assert_eq!(w.host.stats.segment, 5);
+    // Table II: 5 base-bound checks, at Gandhi §IX-A's 1 cycle each (nothing else is fixed
+    // here: no PWC on either side).
+    assert_eq!(plan.fixed_cycles, 5 * walker::BASE_BOUND_CHECK_CYCLES);
+}
+
+#[test]
+fn a_guest_segment_costs_one_base_bound_check_a_walk_and_none_without_segments() {
+    let v = uncached(PageSize::Size4K);
+    let mut os = guest_os(64, &v, ThpPolicy::Never);
+    let (pid, va) = touched(&mut os, 64 << 10);
+    let mut w = walker(&v, false);
+    let (_, plain) = walk_plan(&mut w, &os, &mut no_l2(), pid, va, None);
+    assert_eq!(plain.fixed_cycles, 0, "no segment, no PWC: nothing fixed");
+    // Guest Direct (Table I "Guest segment only"): a segment over the guest-physical frame
+    // the guest table maps `va` to, so the walk's first dimension is one check.
+    let guest_frame = os.process(pid).unwrap().truth(va).unwrap().0;
+    let gpa = translate(va, guest_frame, PageSize::Size4K);
+    let seg = DirectSegment::new(
+        Segment::new(va.0, 4096, gpa.0),
+        EscapeFilter::new(64, 1, &mut crate::rng::Rng::new(1, 0)),
+    );
+    let (found, direct) = walk_plan(&mut w, &os, &mut no_l2(), pid, va, Some(&seg));
+    assert_eq!(found, os.truth(pid, va));
+    assert_eq!(direct.refs().len(), 4, "only the data page's host walk");
+    assert_eq!(direct.fixed_cycles, walker::BASE_BOUND_CHECK_CYCLES);
 }
 
 #[test]

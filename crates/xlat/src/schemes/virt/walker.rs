@@ -15,6 +15,10 @@ use crate::pt::radix::RadixPageTable;
 use crate::schemes::radix::RadixWalker;
 use serde::Serialize;
 
+/// Cycles of one base-bound check of a direct segment: Gandhi §IX-A's estimate (1 cycle a
+/// check; Table II: a VMM Direct walk makes 5, a Guest Direct walk 1).
+pub const BASE_BOUND_CHECK_CYCLES: u64 = 1;
+
 /// The address-space id nested (gPA → hPA) translations carry in a TLB: the VM's, apart from
 /// every guest process's.
 pub const NESTED_ASID: u16 = u16::MAX;
@@ -72,6 +76,7 @@ impl HostPath {
     ) -> Option<(Pfn, PageSize)> {
         self.stats.translations += 1;
         if let Some(ds) = &host.segment {
+            plan.fixed_cycles += BASE_BOUND_CHECK_CYCLES;
             let check = ds.check(gpa.0);
             self.vmm_segment.count(check);
             if check == SegmentCheck::Hit {
@@ -212,6 +217,9 @@ pub fn walk_2d(
         .host
         .expect("a virtualized scheme runs on a VMM (Scheme::vmm)");
     let l2tlb = &mut *env.l2tlb;
+    if env.segment.is_some() {
+        plan.fixed_cycles += BASE_BOUND_CHECK_CYCLES;
+    }
     let g = match guest_segment_page(env.segment, va, guest_segment) {
         Some(g) => g,
         None => guest.walk_into(
