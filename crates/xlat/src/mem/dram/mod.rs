@@ -297,10 +297,6 @@ struct Activates {
     acts: Vec<(u64, u64)>,
     /// No activate before this cycle (older activates were dropped; see `calendar::KEEP`).
     horizon: u64,
-    /// No gap between two activates at or after this cycle holds another: an activate from
-    /// here on goes after the last. A drain's writes, all issued at once, fill the rank's
-    /// activation windows ahead of them, and each would otherwise try every gap.
-    full_from: u64,
 }
 
 /// Activates kept: past this many, those a tFAW before the floor are dropped, or, if the
@@ -315,7 +311,7 @@ impl Activates {
     /// activates before it bound the activate from below (tRRD to each, tFAW to the fourth
     /// before); it fits if it then keeps tRRD to the activates after it and every window of
     /// five holding it spans tFAW. Requests mostly come after every activate: one gap, the
-    /// last; gaps known to be full are skipped.
+    /// last.
     fn earliest(&self, t: &DramTiming, group: u64, at: u64) -> u64 {
         let acts = &self.acts;
         let rrd = |g: u64| if g == group { t.trrd_l } else { t.trrd_s };
@@ -323,9 +319,6 @@ impl Activates {
         // `a` goes after `acts[..p]` and before `acts[p..]`.
         let mut p = partition_point_back(acts, |&(x, _)| x <= a);
         loop {
-            if p > 0 && p < acts.len() && acts[p - 1].0 >= self.full_from {
-                p = acts.len();
-            }
             for &(x, g) in acts[..p].iter().rev() {
                 if x + t.trrd_l <= a {
                     break;
@@ -364,22 +357,6 @@ impl Activates {
     fn book(&mut self, t: &DramTiming, act: u64, group: u64, floor: u64) {
         let acts = &mut self.acts;
         let p = partition_point_back(acts, |&(x, _)| x <= act);
-        if p == acts.len() {
-            // A new last activate. The gap it closes holds no other if the lowest cycle there
-            // (tRRD_S after the last, tFAW after the fourth before) leaves no tRRD_S before
-            // it, or if one there would make five within a tFAW with the new one. An activate
-            // between others only narrows the gaps.
-            let full = acts.last().is_some_and(|&(last, _)| {
-                let mut low = last + t.trrd_s;
-                if p >= 4 {
-                    low = low.max(acts[p - 4].0 + t.tfaw);
-                }
-                low + t.trrd_s > act || (p >= 3 && act < acts[p - 3].0 + t.tfaw)
-            });
-            if !full {
-                self.full_from = act;
-            }
-        }
         acts.insert(p, (act, group));
         if acts.len() >= KEEP_ACTS {
             let ended = acts.partition_point(|&(x, _)| x + t.tfaw <= floor);
