@@ -529,6 +529,18 @@ fn recorded_trace_carries_workload_metadata() {
 }
 
 /// Every record of `path`, a native trace.
+/// Run `trace` on `baseline-radix` with 2 GiB of unfragmented memory, every translation
+/// verified.
+fn run_trace(trace: &std::path::Path) -> xlat::stats::Stats {
+    let ov = [
+        "os.physmem.bytes=2147483648".to_string(),
+        "os.physmem.fragmentation=0.0".to_string(),
+        "sim.verify=true".to_string(),
+    ];
+    let cfg = xlat::run::resolve("baseline-radix", &ov, Some(trace)).unwrap();
+    xlat::run::run(cfg, None, &mut |_, _| Ok(())).unwrap()
+}
+
 fn trace_records(path: &std::path::Path) -> Vec<Record> {
     let mut r = xlat::trace::native::XtrReader::open(path).unwrap();
     std::iter::from_fn(|| r.next_record().unwrap()).collect()
@@ -611,20 +623,11 @@ fn recording_leaves_the_set_up_out_unless_asked_and_runs_of_either_trace_measure
     let r = xlat::trace::native::XtrReader::open(&converted).unwrap();
     assert_eq!(r.roi(), Roi::At(setup));
 
-    let run = |trace: &std::path::Path| {
-        let ov = [
-            "os.physmem.bytes=2147483648".to_string(),
-            "os.physmem.fragmentation=0.0".to_string(),
-            "sim.verify=true".to_string(),
-        ];
-        let cfg = xlat::run::resolve("baseline-radix", &ov, Some(trace)).unwrap();
-        xlat::run::run(cfg, None, &mut |_, _| Ok(())).unwrap()
-    };
-    let s = run(&roi_only);
+    let s = run_trace(&roi_only);
     assert_eq!(s.fast_forward.records, 0);
     assert_eq!(s.core.stats.memory_refs, REFS);
     for trace in [&with_setup, &converted] {
-        let s = run(trace);
+        let s = run_trace(trace);
         assert_eq!(s.fast_forward.records, setup);
         assert!(s.fast_forward.reached_roi);
         assert_eq!(s.core.stats.memory_refs, REFS);
@@ -655,14 +658,7 @@ fn champsim_and_lackey_traces_simulate_like_the_native_trace() {
     xlat::trace::convert(&champsim, &lackey).unwrap();
 
     let run = |trace: &std::path::Path| {
-        let ov = [
-            "os.physmem.bytes=2147483648".to_string(),
-            "os.physmem.fragmentation=0.0".to_string(),
-            "sim.verify=true".to_string(),
-        ];
-        let cfg = xlat::run::resolve("baseline-radix", &ov, Some(trace)).unwrap();
-        let stats = xlat::run::run(cfg, None, &mut |_, _| Ok(())).unwrap();
-        serde_json::from_str::<serde_json::Value>(&stats.to_json()).unwrap()
+        serde_json::from_str::<serde_json::Value>(&run_trace(trace).to_json()).unwrap()
     };
     let (a, b, c) = (run(&xtr), run(&champsim), run(&lackey));
     assert_eq!(a["verify"]["translations_checked"], 30_000);
