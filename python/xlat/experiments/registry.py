@@ -72,13 +72,18 @@ class System:
 
     preset: str
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    scale_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Scale -> keys this system changes at that scale only, after ``overrides`` (e.g. what
+    a paper gave one system when it ran at the paper's size)."""
 
-    def toml(self) -> str:
-        """A config file for it (``extends`` the preset; dotted keys for the changes)."""
+    def toml(self, scale: str | None = None) -> str:
+        """A config file for it at ``scale`` (``extends`` the preset; dotted keys for the
+        changes)."""
         from ..api import to_toml_literal
 
+        changes = {**self.overrides, **self.scale_overrides.get(scale or "", {})}
         lines = [f'extends = "{self.preset}"']
-        lines += [f"{key} = {to_toml_literal(value)}" for key, value in self.overrides.items()]
+        lines += [f"{key} = {to_toml_literal(value)}" for key, value in changes.items()]
         return "\n".join(lines) + "\n"
 
 
@@ -345,7 +350,7 @@ def _plan(
     configs = []
     for label, system in rep.systems.items():
         path = systems_dir / f"{label}.toml"
-        write_atomic(path, system.toml())
+        write_atomic(path, system.toml(scale))
         configs.append(str(path))
     overrides = {
         "sim.warmup_instructions": WARMUP_INSTRUCTIONS[scale],

@@ -21,14 +21,23 @@ import pandas as pd
 
 from .. import plots
 from .registry import SCALES, Analysis, Reproduction, System, ascending, register
-from .utopia import NOTES_COMMON, PAPER, REFERENCES, _ok, _speedups, utopia_workloads
+from .utopia import (
+    NOTES_COMMON,
+    PAPER,
+    PAPER_SYSTEMS,
+    REFERENCES,
+    SCALE_OVERRIDES,
+    _ok,
+    _speedups,
+    utopia_workloads,
+)
 from .utopia_eval import _gmean
 
 KB = 1 << 10
 #: TAR cache sizes: Table 1's, one 16 times larger, and one that holds the whole TAR.
 SIZES = {"2KB": 2 * KB, "32KB": 32 * KB, "1MB": 1024 * KB}
 SYSTEMS = {
-    "Radix": System("baseline-radix"),
+    "Radix": PAPER_SYSTEMS["Radix"],
     # Table 1's system is the preset as it is, so that its runs are utopia-fig11-16's.
     "Utopia-2KB": System("utopia"),
     **{
@@ -133,6 +142,7 @@ register(
         systems=SYSTEMS,
         workloads={scale: workloads(scale) for scale in SCALES},
         references=REFERENCES,
+        scale_overrides=SCALE_OVERRIDES,
         analyse=_analyse,
         direction="the TAR cache hit rate rises with its size, and Utopia's speed-up over Radix "
         f"does not fall (within {SLACK:.0%}); the paper's 98% hits need a TAR cache near the "
