@@ -297,10 +297,16 @@ struct Activates {
     acts: Vec<(u64, u64)>,
     /// No activate before this cycle (older activates were dropped; see `calendar::KEEP`).
     horizon: u64,
+    /// Activates held when the next trim looks for ended ones: twice what the last trim kept
+    /// (at least `TRIM_MIN_ACTS`), so trims cost O(1) an activate.
+    trim_at: usize,
 }
 
-/// Activates kept: past this many, those a tFAW before the floor are dropped, or, if the
-/// floor has not moved, the oldest half, below a horizon (as calendars do).
+/// Activates kept at least before a trim.
+const TRIM_MIN_ACTS: usize = 32;
+
+/// Activates kept at most. A trim drops those a tFAW before the floor; if the floor has not
+/// moved and this many remain, the oldest half goes, below a horizon (as calendars do).
 const KEEP_ACTS: usize = 256;
 
 impl Activates {
@@ -358,7 +364,7 @@ impl Activates {
         let acts = &mut self.acts;
         let p = partition_point_back(acts, |&(x, _)| x <= act);
         acts.insert(p, (act, group));
-        if acts.len() >= KEEP_ACTS {
+        if acts.len() >= self.trim_at.max(TRIM_MIN_ACTS) {
             let ended = acts.partition_point(|&(x, _)| x + t.tfaw <= floor);
             let drop = if acts.len() - ended >= KEEP_ACTS {
                 let half = acts.len() / 2;
@@ -368,6 +374,7 @@ impl Activates {
                 ended
             };
             acts.drain(..drop);
+            self.trim_at = 2 * acts.len();
         }
     }
 }
@@ -515,6 +522,7 @@ impl Dram {
             fields[f.index()] = decode;
         }
         let timing = DramTiming::new(cfg, core_ghz);
+        let gaps = BurstGaps::new(&timing);
         let channels = cfg.channels as usize;
         let ranks = channels * cfg.ranks as usize;
         let rank_state = (0..ranks)
@@ -541,10 +549,10 @@ impl Dram {
             },
             banks: vec![Bank::CLOSED; ranks * cfg.banks as usize],
             rank_state,
-            gaps: BurstGaps::new(&timing),
+            gaps,
             channels: vec![
                 Channel {
-                    data_bus: Calendar::new(timing.burst.max(timing.tccd_s)),
+                    data_bus: Calendar::new(timing.burst.max(timing.tccd_s), gaps.max),
                     writes: Vec::new(),
                 };
                 channels
@@ -839,8 +847,7 @@ impl Dram {
         let bus = &self.channels[ch].data_bus;
         let mut cas = at;
         loop {
-            let free = bus.earliest(cas + data_delay, tag, gaps.max, |a, b| gaps.between(a, b))
-                - data_delay;
+            let free = bus.earliest(cas + data_delay, tag, |a, b| gaps.between(a, b)) - data_delay;
             cas = self.after_refresh(rank, free);
             if cas == free {
                 return cas;
