@@ -52,23 +52,33 @@ fn ecpt_and_mehpt_translate_every_reference_correctly() {
 #[test]
 fn a_walk_probes_the_ways_its_cwt_entry_names_in_one_step() {
     // 4 KiB pages only: the CWT entries allow the 4K table alone. With one-line sections (the
-    // default) they name the one way holding the line: one probe per walk.
+    // default) a cached PMD-CWT entry names the one way holding the line: one probe. A walk
+    // that misses the PMD-CWC does not wait for the CWT: it probes all 3 ways of the 4K table
+    // (the only table the process has) in parallel.
     let stats = run(cfg("ecpt", &["workload.references=100000"])).unwrap();
     let j = json(&stats);
     let hpt = j["walk"]["refs"]["by_kind"]["hpt"].as_u64().unwrap();
-    assert_eq!(hpt, stats.summary.walks, "one line per walk");
-    // CWT reads only on CWC misses: 256 MiB spans 128 2 MiB regions, more than 16 PMD-CWC
-    // entries, so some walks read the PMD-CWT; the one 1 GiB region stays in the PUD-CWC.
-    let cwt = j["walk"]["refs"]["by_kind"]["cwt"].as_u64().unwrap();
     let cwc = &j["mmu"]["cwc"];
-    assert_eq!(
-        cwt,
-        cwc["pmd"]["misses"].as_u64().unwrap() + cwc["pud"]["misses"].as_u64().unwrap()
+    let (pmd_hits, pmd_misses) = (
+        cwc["pmd"]["hits"].as_u64().unwrap(),
+        cwc["pmd"]["misses"].as_u64().unwrap(),
     );
+    assert_eq!(pmd_hits + pmd_misses, stats.summary.walks);
+    assert_eq!(
+        hpt,
+        pmd_hits + 3 * pmd_misses,
+        "one line per hit, three per miss"
+    );
+    // CWT reads only on CWC misses (beside the probes, to fill the CWC): 256 MiB spans 128
+    // 2 MiB regions, more than 16 PMD-CWC entries, so some walks read the PMD-CWT; the one
+    // 1 GiB region stays in the PUD-CWC.
+    let cwt = j["walk"]["refs"]["by_kind"]["cwt"].as_u64().unwrap();
+    assert!(pmd_misses > 0);
+    assert_eq!(cwt, pmd_misses + cwc["pud"]["misses"].as_u64().unwrap());
     assert!(cwc["pud"]["hits"].as_u64().unwrap() > cwc["pud"]["misses"].as_u64().unwrap());
     // One mask per 2 MiB region: the 64 lines of a full region are spread over all 3 ways,
-    // so walks probe all three, in the same single step (a sparsely mapped region's lines may
-    // sit in fewer ways).
+    // so walks probe all three, in the same single step, whether the PMD-CWC hits or not (a
+    // sparsely mapped region's lines may sit in fewer ways).
     let coarse = run(cfg(
         "ecpt",
         &[

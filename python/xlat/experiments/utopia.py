@@ -335,13 +335,18 @@ register(
         direction_not_shown=dict.fromkeys(
             ("tiny", "quick", "full"),
             "at our footprints radix PTEs mostly hit in the caches and the upper levels in the "
-            "PWCs, so a radix walk is as short as ECH's Cuckoo Walk Table read plus probe",
+            "PWCs, so a radix walk is about one cached read, while an ECH walk that misses its "
+            "CWCs (16 PMD-CWC entries cover 32 MiB) probes every way, and the extra lines load "
+            "the caches and DRAM",
         ),
-        notes=NOTES_COMMON + " An ECH walk reads the Cuckoo Walk Table entry on a CWC miss "
-        "(16 PMD-CWC entries cover 32 MiB) and then probes the one way it names for each page "
-        "size present, so it issues about as many requests as a Radix walk whose upper levels "
-        "hit the PWCs; its latency is not lower than Radix's because at our footprints the "
-        "radix PTEs mostly hit in the caches.",
+        notes=NOTES_COMMON + " An ECH walk whose CWC entry is cached probes the one way it "
+        "names for each page size present; one that misses the CWC (16 PMD-CWC entries cover "
+        "32 MiB, against 64 regions per entry in ECPT's Cuckoo Walk Tables) probes all 4 ways "
+        "of each size in parallel and reads the CWT entry beside them, and its latency is that "
+        "of the probe holding the translation. That makes about 1.5x Radix's walk requests, as "
+        "the paper's ECH does, but the latency is not lower than Radix's: at our footprints the "
+        "radix PTEs mostly hit in the caches, and the extra probe lines (GUPS, k-mer, DLRM-SLS "
+        "miss the PMD-CWC on 87-99% of walks) displace cached lines and queue at DRAM.",
     )
 )
 

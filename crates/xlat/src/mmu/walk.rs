@@ -1,5 +1,14 @@
 //! WalkPlan: the memory references of one page walk as sequential steps of parallel references
 //! (docs/architecture.md), and its execution against the cache hierarchy.
+//!
+//! Timing of a step: its references are issued together at the cycle the step starts, and the
+//! step ends when the last reference the walk *waits for* returns. By default the walk waits for
+//! every reference (a radix level needs its entry; a probe that finds nothing must be seen to
+//! find nothing). Two kinds are not waited for, though they are issued, counted, and occupy the
+//! caches, MSHRs and DRAM like any other: references pushed with [`WalkPlan::push_background`]
+//! (a Cuckoo Walk Table read that fills a CWC for later walks), and the other references of a
+//! step whose answer one reference brought ([`WalkPlan::answered_by`]: the parallel probes of a
+//! hashed table, where "the correct one determines the latency", Utopia §7).
 
 use crate::addr::PhysAddr;
 use crate::mem::{Hierarchy, Level, MemKind};
@@ -13,6 +22,8 @@ pub struct WalkRef {
     pub addr: PhysAddr,
     pub kind: MemKind,
     pub step: u8,
+    /// Whether the step waits for this reference to return (see the module doc).
+    pub waited: bool,
 }
 
 /// A fixed-capacity plan: no heap allocation per walk.
@@ -47,9 +58,40 @@ impl WalkPlan {
 
     /// Append a reference to step `step` (steps must be appended in non-decreasing order).
     pub fn push(&mut self, addr: PhysAddr, kind: MemKind, step: u8) {
-        debug_assert!(self.len == 0 || self.refs[self.len - 1].step <= step);
-        self.refs[self.len] = WalkRef { addr, kind, step };
+        self.push_ref(WalkRef {
+            addr,
+            kind,
+            step,
+            waited: true,
+        });
+    }
+
+    /// Append a reference issued with step `step` that the walk does not wait for: it goes
+    /// through the hierarchy (and is counted) like the others, off the walk's critical path.
+    pub fn push_background(&mut self, addr: PhysAddr, kind: MemKind, step: u8) {
+        self.push_ref(WalkRef {
+            addr,
+            kind,
+            step,
+            waited: false,
+        });
+    }
+
+    fn push_ref(&mut self, r: WalkRef) {
+        debug_assert!(self.len == 0 || self.refs[self.len - 1].step <= r.step);
+        self.refs[self.len] = r;
         self.len += 1;
+    }
+
+    /// Reference `index` (in push order) brings the walk's answer: its step ends when it
+    /// returns, so the step's other references are no longer waited for.
+    pub fn answered_by(&mut self, index: usize) {
+        let step = self.refs[index].step;
+        for (i, r) in self.refs[..self.len].iter_mut().enumerate() {
+            if r.step == step && i != index {
+                r.waited = false;
+            }
+        }
     }
 
     /// Append a reference as a step of its own, after every reference so far (a radix walk's
@@ -68,7 +110,9 @@ impl WalkPlan {
     }
 
     /// Issue the plan at cycle `now`; returns its latency. Each step's references go out
-    /// together; the step takes as long as its slowest reference.
+    /// together; the step takes as long as the slowest of those it waits for (all of them
+    /// unless [`push_background`](Self::push_background) or
+    /// [`answered_by`](Self::answered_by) said otherwise).
     pub fn execute(
         &self,
         mem: &mut Hierarchy,
@@ -86,7 +130,9 @@ impl WalkPlan {
                 let (lat, level) = mem.access(refs[i].addr, refs[i].kind, false, t, entry);
                 stats.by_level[level as usize] += 1;
                 stats.by_kind[refs[i].kind.index()] += 1;
-                slowest = slowest.max(lat);
+                if refs[i].waited {
+                    slowest = slowest.max(lat);
+                }
                 i += 1;
             }
             t += slowest;

@@ -23,9 +23,16 @@
 //! ([`ChangeLog`]): the OS's list of CWC invalidations, which the walkers apply before their
 //! next walk so that only the cached entries the change affects are dropped.
 //!
-//! The ECPT paper packs 2-bit way ids of larger sections into smaller entries; this layout
-//! trades entry size for exact masks under random (or weighted) way choice, and the section
-//! size is configurable down to one mask per region.
+//! ECPT's CWT entry is also one 64-byte line, but it holds a tag and a small section header
+//! (page sizes present, a 2-bit way) for each of many consecutive regions, 64 in the ECPT
+//! implementation of EMT-Linux by ECPT's authors; one entry, and one CWC entry, then covers 64
+//! regions. This layout gives each region an entry of its own, no larger than a line, with
+//! exact masks under random (or weighted) way choice, at a 64th of the reach per CWC entry; the
+//! section size is configurable down to one mask per region.
+//!
+//! The walker does not wait for these entries: on a CWC miss it probes every candidate way and
+//! reads the entry beside the probes, to fill the CWC for later walks
+//! (`schemes::hashed::walker`).
 
 use super::entry::{cluster_of, page_vpn, PTES_PER_LINE};
 use crate::addr::{PageSize, Pfn, PhysAddr, Vpn};

@@ -27,8 +27,9 @@
 //!   line `index` of a way (ME-HPT: shift, L2P read, mask, §IV-A; ECPT: base + offset). The
 //!   L2P itself is [`HashedPageTable::l2p`] (entries used, for context-switch costs).
 //! * [`HashedPageTable::cwt`]: the Cuckoo Walk Table contents, the page sizes present in each
-//!   2 MiB and each 1 GiB region ([`cwt::Cwt::sizes_in_2m`], [`cwt::Cwt::sizes_in_1g`]),
-//!   which the Cuckoo Walk Caches cache to skip tables.
+//!   2 MiB and each 1 GiB region ([`cwt::Cwt::sizes_in_2m`], [`cwt::Cwt::sizes_in_1g`]) and
+//!   the ways holding their lines, which the Cuckoo Walk Caches cache to skip tables and ways
+//!   (a walk whose CWCs miss probes every way and reads the entry off its critical path).
 //! * [`HashedPageTable::take_alloc_cycles`]: cycles spent allocating and zeroing table memory
 //!   since the last call (§III cost of contiguity), for the OS to charge to the fault.
 //! * [`HashedPageTable::stats`]: [`stats::HptStats`] (serde), per page size and totals.
