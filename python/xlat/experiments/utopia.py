@@ -15,7 +15,6 @@ import math
 import pandas as pd
 
 from .. import plots
-from .mehpt import GRAPH_THP_INELIGIBLE
 from .registry import SCALES, Analysis, Reproduction, System, ascending, register
 
 PAPER = "Utopia (MICRO'23)"
@@ -38,13 +37,7 @@ PAPER_FOOTPRINTS = {
 
 def utopia_workloads(scale: str) -> dict[str, dict]:
     if scale == "paper":
-        # THP chooses page sizes at this scale (PAPER_RUN); the graph kernels' arrays are
-        # mostly left to 4 KiB pages, as GraphBIG's many small allocations leave them.
-        return {
-            name: {"footprint": size}
-            | ({"thp_ineligible": GRAPH_THP_INELIGIBLE} if name in GRAPH_KERNELS else {})
-            for name, size in PAPER_FOOTPRINTS.items()
-        }
+        return {name: {"footprint": size} for name, size in PAPER_FOOTPRINTS.items()}
     graph_scale = {"tiny": 12, "quick": 20, "full": 23}[scale]
     workloads: dict[str, dict] = {k: {"scale": graph_scale} for k in GRAPH_KERNELS}
     workloads["xsbench"] = {
@@ -73,12 +66,14 @@ REFERENCES = {"tiny": 30_000, "quick": 10_000_000, "full": 200_000_000, "paper":
 
 #: Utopia §7 ran every system "with both 4KB and 2MB pages", the page sizes a THP-enabled
 #: Linux chose, for 500M instructions per workload: so does the ``paper`` scale (every run's
-#: keys at that scale). The smaller scales keep 4 KiB pages: at their footprints (1-4 GiB)
-#: THP's 2 MB pages bring the data within the L2 TLB's reach (1536 x 2 MB = 3 GB) and
-#: translation stops mattering (a perfect TLB is within 1% of Radix on GUPS, XSBench and
-#: DLRM-SLS at quick scale, docs/experiments.md), where the paper's 8-33 GB datasets outgrow
-#: that reach several times over.
-PAPER_RUN = {"os.thp": "always", "sim.max_instructions": 500_000_000}
+#: keys at that scale). §7 does not say which share THP backed; its Fig 1 does: 43% of
+#: Radix's walk requests come from DRAM, which a Radix walk of THP-backed data never does
+#: (over GUPS's 8 GiB of 2 MB pages 597 of 9.4M walks' requests did, and a perfect TLB gained
+#: nothing). So THP leaves 90% of every region's 2 MiB ranges to 4 KiB pages
+#: (``os.thp_ineligible``; GraphBIG's many small allocations do that, ME-HPT Table I). The
+#: smaller scales keep 4 KiB pages: at their footprints (1-4 GiB) THP's 2 MB pages would
+#: bring the data within the L2 TLB's reach (docs/experiments.md).
+PAPER_RUN = {"os.thp": "always", "os.thp_ineligible": 0.9, "sim.max_instructions": 500_000_000}
 SCALE_OVERRIDES = {"paper": PAPER_RUN}
 
 #: Utopia §7: "we increase the number of 2MB pages provided to [Radix, ECH and POM-TLB] to
@@ -107,9 +102,9 @@ PAPER_SYSTEMS = {
 RADIX_ECH = {label: PAPER_SYSTEMS[label] for label in ("Radix", "ECH")}
 NOTES_COMMON = (
     "The paper simulates 500M instructions per workload on 8-33 GB datasets, with the page sizes "
-    "a THP-enabled Linux chose (§7); our paper scale does too (THP on, the graph kernels' arrays "
-    "90% left to 4 KiB pages as GraphBIG's small allocations leave them, Radix, ECH and POM-TLB "
-    "given 1 GB more of 2 MB pages as §7 gives them). 'quick' fast-forwards through each "
+    "a THP-enabled Linux chose (§7); our paper scale does too (THP on, 90% of every region's 2 MB "
+    "ranges left to 4 KiB pages, as the paper's Fig 1 implies, Radix, ECH and POM-TLB given "
+    "1 GB more of 2 MB pages as §7 gives them). 'quick' fast-forwards through each "
     "workload's set-up and measures about 9M references after a detailed warm-up of 2M "
     "instructions, on smaller inputs with 4 KiB pages (with THP, 2 MB pages would bring those "
     "inputs within the L2 TLB's reach), so walk locality (PWC and cache hits of upper levels) "

@@ -122,7 +122,11 @@ class _Workloads(Mapping):
 def _scale_overrides(scale: str) -> dict:
     return {
         # The page sizes the paper ran with (§7); a mix's length stays its references'.
-        **({"os.thp": PAPER_RUN["os.thp"]} if scale == "paper" else {}),
+        **(
+            {k: v for k, v in PAPER_RUN.items() if k.startswith("os.")}
+            if scale == "paper"
+            else {}
+        ),
         "sim.cores": CORES,
         "cache.llc.size": CORES * LLC_BYTES_PER_CORE,
         # Each core warms up as long as a single-core run does.

@@ -9,8 +9,8 @@ pub mod vmm;
 
 pub use crate::mem::physmem::FrameOrder;
 pub use frames::{BuddyFrames, Eviction, FramePolicy, PageOut};
-use process::Paging;
 pub use process::{MapKind, Process, Vma};
+use process::{Paging, Thp};
 pub use swap::{SwapConfig, SwapStats};
 
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
@@ -47,6 +47,12 @@ pub struct OsConfig {
     pub pt_page_fault_cycles: u64,
     /// Transparent huge pages: `never`, or `always` (map 2 MiB on fault when possible).
     pub thp: ThpPolicy,
+    /// Fraction (0..=1) of every anonymous region's 2 MiB ranges that THP does not back, as
+    /// a real system leaves heap grown in small steps, unaligned ranges and `MADV_NOHUGEPAGE`
+    /// to 4 KiB pages: a fixed hash of the range's number picks them, the same for every run.
+    /// A workload's own share (the graph kernels' `thp_ineligible`) applies where larger.
+    #[serde(default, skip_serializing_if = "is_zero_fraction")]
+    pub thp_ineligible: f64,
     /// Back every anonymous region of 2 MiB or more with explicit 1 GiB pages (falling back to
     /// 2 MiB, then 4 KiB, where a 1 GiB page does not fit or no free 1 GiB block exists), as a
     /// big-memory program that asks hugetlbfs for its heap does (Gandhi et al. §VIII run their
@@ -170,6 +176,15 @@ impl OsConfig {
     }
 
     pub fn validate(&self, path: &str) -> Result<()> {
+        if !(0.0..=1.0).contains(&self.thp_ineligible) {
+            return Err(Error::config(
+                format!("{path}.thp_ineligible"),
+                format!(
+                    "must be a fraction in 0..=1 (of each region's 2 MiB ranges), got {}",
+                    self.thp_ineligible
+                ),
+            ));
+        }
         self.physmem.validate(&format!("{path}.physmem"))?;
         self.swap.validate(&format!("{path}.swap"))?;
         self.direct_segment
@@ -244,6 +259,10 @@ pub struct FaultStats {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+fn is_zero_fraction(x: &f64) -> bool {
+    *x == 0.0
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -655,7 +674,12 @@ impl<T: PageTable> Os<T> {
         self.reclaim()?;
         let majors = self.stats.faults.major;
         let paging = Paging {
-            thp: self.cfg.thp == ThpPolicy::Always,
+            thp: match self.cfg.thp {
+                ThpPolicy::Never => Thp::Never,
+                ThpPolicy::Always => Thp::Always {
+                    no_thp_per_mille: (self.cfg.thp_ineligible * 1000.0).round() as u16,
+                },
+            },
             eager: self.cfg.eager_paging,
         };
         let mut faults = std::mem::take(&mut self.stats.faults);
@@ -1079,6 +1103,7 @@ pub(crate) mod testing {
             fault_model: FaultModel::Trap,
             pt_page_fault_cycles: 0,
             thp: ThpPolicy::Never,
+            thp_ineligible: 0.0,
             hugetlb_1g: false,
             eager_paging: false,
             physmem: PhysMemConfig {

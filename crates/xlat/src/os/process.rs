@@ -25,17 +25,44 @@ pub enum MapKind {
 }
 
 impl Vma {
-    /// Whether THP may back the 2 MiB range holding `vpn` with a huge page.
-    pub fn thp_eligible(&self, vpn: Vpn) -> bool {
-        match self.kind {
-            MapKind::AnonMixed { no_thp_per_mille } => {
-                let mut x = (vpn.0 >> 9).wrapping_add(0x9E37_79B9_7F4A_7C15);
-                x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                x ^= x >> 31;
-                x % 1000 >= no_thp_per_mille as u64
-            }
-            _ => true,
+    /// Whether THP may back the 2 MiB range holding `vpn` with a huge page, when the OS
+    /// leaves `os_no_thp_per_mille` of every thousand ranges of any region to 4 KiB pages
+    /// (`os.thp_ineligible`). A region's own share (`AnonMixed`) applies where larger; the
+    /// same fixed hash of the range's number picks the ranges for both.
+    pub fn thp_eligible(&self, vpn: Vpn, os_no_thp_per_mille: u16) -> bool {
+        let own = match self.kind {
+            MapKind::AnonMixed { no_thp_per_mille } => no_thp_per_mille,
+            _ => 0,
+        };
+        let no_thp_per_mille = own.max(os_no_thp_per_mille);
+        if no_thp_per_mille == 0 {
+            return true;
+        }
+        let mut x = (vpn.0 >> 9).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        x ^= x >> 31;
+        x % 1000 >= no_thp_per_mille as u64
+    }
+}
+
+/// Transparent huge pages as the OS applies them on a fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Thp {
+    Never,
+    /// 2 MiB pages where they fit, except in `no_thp_per_mille` of every thousand 2 MiB
+    /// ranges of each region (`os.thp_ineligible`).
+    Always {
+        no_thp_per_mille: u16,
+    },
+}
+
+impl Thp {
+    /// Whether THP backs the 2 MiB range of `vpn` in `vma` with a huge page where one fits.
+    fn backs(self, vma: &Vma, vpn: Vpn) -> bool {
+        match self {
+            Thp::Never => false,
+            Thp::Always { no_thp_per_mille } => vma.thp_eligible(vpn, no_thp_per_mille),
         }
     }
 }
@@ -43,8 +70,8 @@ impl Vma {
 /// How the OS backs a VMA on a fault.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Paging {
-    /// Transparent huge pages: 2 MiB pages where they fit.
-    pub thp: bool,
+    /// Transparent huge pages.
+    pub thp: Thp,
     /// Eager paging: the first fault in a VMA maps all of it.
     pub eager: bool,
 }
@@ -382,7 +409,7 @@ impl<T: PageTable> Process<T> {
         frames: &mut dyn FramePolicy,
         vma: &Vma,
         vpn: Vpn,
-        thp: bool,
+        thp: Thp,
         stats: &mut FaultStats,
     ) -> Result<(Pfn, PageSize)> {
         let mut choice = None;
@@ -396,8 +423,7 @@ impl<T: PageTable> Process<T> {
                 stats.huge_1g_fallbacks += 1;
             }
         }
-        let thp = thp && vma.thp_eligible(vpn);
-        if choice.is_none() && (thp || vma.kind == MapKind::Huge1G) {
+        if choice.is_none() && (thp.backs(vma, vpn) || vma.kind == MapKind::Huge1G) {
             if self.huge_fits(vma, vpn, PageSize::Size2M) && ctx.buddy.has_free_block(9) {
                 choice = frames
                     .frame(ctx.buddy, self.pid, vpn, PageSize::Size2M)
@@ -435,7 +461,7 @@ impl<T: PageTable> Process<T> {
         ctx: &mut PtContext,
         frames: &mut dyn FramePolicy,
         vma: &Vma,
-        thp: bool,
+        thp: Thp,
         stats: &mut FaultStats,
     ) -> Result<()> {
         let mut at = vma.start.0;
@@ -483,14 +509,14 @@ impl<T: PageTable> Process<T> {
         vpn: Vpn,
         first: Pfn,
         pages: u64,
-        thp: bool,
+        thp: Thp,
         stats: &mut FaultStats,
     ) -> Result<()> {
         let mut sizes = Vec::with_capacity(3);
         if vma.kind == MapKind::Huge1G {
             sizes.push(PageSize::Size1G);
         }
-        if thp || vma.kind == MapKind::Huge1G {
+        if thp != Thp::Never || vma.kind == MapKind::Huge1G {
             sizes.push(PageSize::Size2M);
         }
         let mut i = 0;
@@ -507,7 +533,7 @@ impl<T: PageTable> Process<T> {
                         && self.huge_fits(vma, Vpn(v), *s)
                         && (*s != PageSize::Size2M
                             || vma.kind == MapKind::Huge1G
-                            || vma.thp_eligible(Vpn(v)))
+                            || thp.backs(vma, Vpn(v)))
                 })
                 .unwrap_or(PageSize::Size4K);
             self.install(ctx, Vpn(v), Pfn(f), size, stats)?;

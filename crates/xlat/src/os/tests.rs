@@ -196,9 +196,60 @@ fn mixed_regions_leave_a_share_of_ranges_to_4k_pages_under_thp() {
     // The same ranges every time: the choice is a function of the range.
     let vma = os.process(pid).unwrap().vmas().next().copied().unwrap();
     let ineligible = (0..ranges)
-        .filter(|r| !vma.thp_eligible(VirtAddr(va.0 + (r << 21)).vpn()))
+        .filter(|r| !vma.thp_eligible(VirtAddr(va.0 + (r << 21)).vpn(), 0))
         .count() as u64;
     assert_eq!(ineligible, small);
+}
+
+/// The 4 KiB pages of a THP fault in each of `ranges` 2 MiB ranges of one region of `kind`,
+/// under `os.thp_ineligible = share`: which ranges stayed on 4 KiB pages.
+fn ranges_left_to_4k(kind: MapKind, share: f64, ranges: u64) -> Vec<u64> {
+    let mut cfg = eager_config(1024, true, false, 0.0);
+    cfg.thp_ineligible = share;
+    let mut os = radix_os(&cfg, 3);
+    let pid = os.spawn().unwrap();
+    let va = os.mmap(pid, ranges << 21, kind).unwrap();
+    (0..ranges)
+        .filter(|r| {
+            let at = VirtAddr(va.0 + (r << 21));
+            os.fault(pid, at).unwrap();
+            os.truth(pid, at).unwrap().1 == PageSize::Size4K
+        })
+        .collect()
+}
+
+/// `os.thp_ineligible` leaves its share of every region's ranges to 4 KiB pages: the ranges
+/// a region of that share of its own (`AnonMixed`) leaves, and where both apply, the larger
+/// share (a superset of the smaller's ranges, as one hash picks them).
+#[test]
+fn the_os_share_of_ranges_thp_does_not_back_applies_to_every_region() {
+    let ranges = 400;
+    let mixed = |per_mille| MapKind::AnonMixed {
+        no_thp_per_mille: per_mille,
+    };
+    assert!(ranges_left_to_4k(MapKind::Anon, 0.0, ranges).is_empty());
+    let os_share = ranges_left_to_4k(MapKind::Anon, 0.3, ranges);
+    assert_eq!(os_share, ranges_left_to_4k(mixed(300), 0.0, ranges));
+    let share = os_share.len() as f64 / ranges as f64;
+    assert!((0.25..0.35).contains(&share), "about 30%: {share}");
+    let larger = ranges_left_to_4k(mixed(300), 0.6, ranges);
+    assert_eq!(larger, ranges_left_to_4k(MapKind::Anon, 0.6, ranges));
+    assert_eq!(larger, ranges_left_to_4k(mixed(600), 0.3, ranges));
+    assert!(os_share.iter().all(|r| larger.contains(r)));
+    assert_eq!(
+        ranges_left_to_4k(MapKind::Anon, 1.0, ranges).len() as u64,
+        ranges
+    );
+}
+
+#[test]
+fn a_thp_share_outside_0_to_1_names_its_key() {
+    for bad in [-0.1, 1.5, f64::NAN] {
+        let mut cfg = config(64);
+        cfg.thp_ineligible = bad;
+        let err = cfg.validate("os").unwrap_err().to_string();
+        assert!(err.contains("os.thp_ineligible"), "{err}");
+    }
 }
 
 /// 4 MiB of memory with swapping: faults cost 100 cycles, a 4 KiB page-in 1000 and a
