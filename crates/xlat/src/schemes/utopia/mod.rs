@@ -14,7 +14,8 @@
 //!   caches; a hit supplies the frame, a miss lets the radix walk (with its PWCs) start.
 //!
 //! * **Migration** (§5.5): walks of FlexSeg pages are counted in their PTEs (frequency and
-//!   DRAM cost); a page past both thresholds moves into its RestSeg after the access.
+//!   DRAM cost); a page past both thresholds moves into its RestSeg after the access. Every
+//!   `decay_interval` FlexSeg walks the OS halves every PTE's counters (an aging pass).
 //!
 //! * **Restrictive-only** (`flexseg = false`, §3 Fig 6): no FlexSeg; a full set's victim is
 //!   paged out to swap (`[os.swap]`).
@@ -97,6 +98,14 @@ pub struct UtopiaConfig {
     pub migrate_walks: u32,
     #[serde(default = "default_migrate_dram_refs")]
     pub migrate_dram_refs: u32,
+    /// Decay of those counters: after every `decay_interval` FlexSeg walks of a process (a
+    /// performance counter of completed walks interrupting the OS on overflow), the OS reads
+    /// every PTE of the process's table and halves both counters, writing the changed lines
+    /// back, so a page migrates only while its walks are frequent, not once it has been walked
+    /// 15 times in all. 0: no decay (the counters only grow until the page moves). The paper
+    /// gives no decay; see docs/schemes/utopia.md, "Migration thresholds", for the default.
+    #[serde(default = "default_decay_interval")]
+    pub decay_interval: u64,
     /// Whether memory outside the RestSegs is a FlexSeg for data (true, Utopia). False is
     /// restrictive-only mapping (§3, Fig 6): data lives only in the RestSegs, a full set's
     /// victim is paged out (needs `os.swap.enabled`), and memory outside them holds only the
@@ -117,6 +126,16 @@ fn default_migrate_dram_refs() -> u32 {
     31
 }
 
+/// The decay interval, in FlexSeg walks of a process (docs/schemes/utopia.md).
+pub const DEFAULT_DECAY_INTERVAL: u64 = 0;
+
+/// The shortest decay interval (walks): each pass reads the whole page table of the process.
+pub const MIN_DECAY_INTERVAL: u64 = 1024;
+
+fn default_decay_interval() -> u64 {
+    DEFAULT_DECAY_INTERVAL
+}
+
 impl Default for UtopiaConfig {
     /// Utopia Table 1.
     fn default() -> Self {
@@ -133,6 +152,7 @@ impl Default for UtopiaConfig {
             cache_latency: 2,
             migrate_walks: default_migrate_walks(),
             migrate_dram_refs: default_migrate_dram_refs(),
+            decay_interval: default_decay_interval(),
             flexseg: true,
         }
     }
@@ -162,6 +182,16 @@ impl UtopiaConfig {
                     format!("must be in 0..={max} (a {bits}-bit PTE counter), got {value}"),
                 ));
             }
+        }
+        let decay = self.decay_interval;
+        if decay != 0 && decay < MIN_DECAY_INTERVAL {
+            return Err(Error::config(
+                format!("{path}.decay_interval"),
+                format!(
+                    "must be 0 (no decay) or at least {MIN_DECAY_INTERVAL} walks, got {decay}: \
+                     each aging pass reads every line of the process's page table"
+                ),
+            ));
         }
         let mut sizes: Vec<PageSize> = self.restsegs.iter().map(|r| r.page).collect();
         sizes.sort_by_key(|s| s.index());
@@ -325,6 +355,7 @@ impl Scheme for Utopia {
         let migrate = (cfg.migrate_walks > 0).then_some(table::Migration {
             walks: u64::from(cfg.migrate_walks),
             dram_refs: u64::from(cfg.migrate_dram_refs),
+            decay_interval: cfg.decay_interval,
         });
         UtopiaTable::new(pt, &layout(ctx)?, ctx.sections.radix.levels, migrate)
     }

@@ -10,9 +10,9 @@
 use super::restseg::{Layout, RestSeg, TAR_VALID};
 use crate::addr::{PageSize, Pfn, PhysAddr, Vpn};
 use crate::error::{Error, Result};
-use crate::pt::radix::RadixPageTable;
+use crate::pt::radix::{self, RadixPageTable};
 use crate::pt::store::PtStore;
-use crate::pt::{PageTable, PtContext};
+use crate::pt::{PageTable, PtContext, ScannedPage, TableScan};
 use serde::Serialize;
 
 /// One RestSeg's structures of one process.
@@ -77,11 +77,15 @@ pub struct ProcSegStats {
 }
 
 /// Thresholds of the PTE-based migration (§5.5): a FlexSeg page whose walks reach both moves
-/// into its RestSeg.
+/// into its RestSeg. With `decay_interval` > 0 the counters age: after every `decay_interval`
+/// FlexSeg walks of the process, the OS halves both counters of every PTE of its table
+/// ([`UtopiaTable::age`]), so that they count recent walks rather than all walks since the
+/// page was mapped (docs/schemes/utopia.md, "Migration thresholds").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Migration {
     pub walks: u64,
     pub dram_refs: u64,
+    pub decay_interval: u64,
 }
 
 /// The PTE bits x86-64 leaves to software that hold the migration counters (§5.5: "the
@@ -96,6 +100,11 @@ pub struct UtopiaTable {
     pub radix: RadixPageTable,
     pub segs: Vec<ProcSeg>,
     migration: Option<Migration>,
+    /// FlexSeg walks of the process since the last aging pass: the performance counter of
+    /// completed page walks whose overflow (every `decay_interval`) interrupts the OS.
+    walks_since_pass: u64,
+    /// The aging passes' work not yet handed to the system ([`PageTable::take_scan`]).
+    scan: TableScan,
 }
 
 impl UtopiaTable {
@@ -124,7 +133,49 @@ impl UtopiaTable {
             radix,
             segs,
             migration,
+            walks_since_pass: 0,
+            scan: TableScan::default(),
         })
+    }
+
+    /// The OS's aging pass (decay of the migration counters): read every page-table page of
+    /// the FlexSeg's radix table, line by line, and halve the frequency and cost counters of
+    /// every leaf entry that has them, writing back the lines it changed. The pages read and
+    /// the lines written are recorded for the system to run through the memory hierarchy.
+    pub fn age(&mut self, store: &mut PtStore) {
+        let mut tables = vec![(self.radix.root(), self.radix.levels())];
+        while let Some((table, level)) = tables.pop() {
+            let mut written = 0u64;
+            for line in 0..64u64 {
+                for i in 0..8 {
+                    let at = PhysAddr(table.addr().0 + (line * 8 + i) * 8);
+                    let e = store.read(at);
+                    if e & radix::PRESENT == 0 {
+                        continue;
+                    }
+                    if radix::leaf_size(e, level).is_none() {
+                        tables.push((radix::entry_frame(e), level - 1));
+                        continue;
+                    }
+                    let freq = (e >> FREQUENCY_BIT) & FREQUENCY_MAX;
+                    let cost = (e >> COST_BIT) & COST_MAX;
+                    if freq == 0 && cost == 0 {
+                        continue;
+                    }
+                    let counters = FREQUENCY_MAX << FREQUENCY_BIT | COST_MAX << COST_BIT;
+                    let halved = (freq >> 1) << FREQUENCY_BIT | (cost >> 1) << COST_BIT;
+                    store.write(at, (e & !counters) | halved);
+                    self.scan.entries += 1;
+                    written |= 1 << line;
+                }
+            }
+            self.scan.pages.push(ScannedPage {
+                frame: table,
+                level,
+                written,
+            });
+        }
+        self.scan.passes += 1;
     }
 
     /// The RestSeg slot mapping `vpn` in this process, if its page is in one: the segment's
@@ -196,7 +247,9 @@ impl PageTable for UtopiaTable {
     }
 
     /// Count the walk in the PTE's frequency and cost counters; the page is costly to
-    /// translate once both reach their thresholds and a RestSeg holds its page size.
+    /// translate once both reach their thresholds and a RestSeg holds its page size. Every
+    /// `decay_interval`-th walk of the process (any FlexSeg walk), the OS ages every PTE's
+    /// counters first, this walk's included.
     fn note_walk(&mut self, ctx: &mut PtContext, vpn: Vpn, dram_refs: u32) -> bool {
         let Some(m) = self.migration else {
             return false;
@@ -204,15 +257,31 @@ impl PageTable for UtopiaTable {
         let Some((at, size)) = self.radix.leaf(ctx.store, vpn.addr()) else {
             return false;
         };
-        if !self.segs.iter().any(|ps| ps.seg.page == size) {
-            return false;
+        let counted = self.segs.iter().any(|ps| ps.seg.page == size);
+        let (mut freq, mut cost) = (0, 0);
+        if counted {
+            // `at` is the PTE's word: its bits 52-60 are the counters.
+            freq = (ctx.store.read_bits(at, FREQUENCY_BIT, 4) + 1).min(FREQUENCY_MAX);
+            cost = (ctx.store.read_bits(at, COST_BIT, 5) + u64::from(dram_refs)).min(COST_MAX);
+            ctx.store.write_bits(at, FREQUENCY_BIT, 4, freq);
+            ctx.store.write_bits(at, COST_BIT, 5, cost);
         }
-        // `at` is the PTE's word: its bits 52-60 are the counters.
-        let freq = (ctx.store.read_bits(at, FREQUENCY_BIT, 4) + 1).min(FREQUENCY_MAX);
-        let cost = (ctx.store.read_bits(at, COST_BIT, 5) + u64::from(dram_refs)).min(COST_MAX);
-        ctx.store.write_bits(at, FREQUENCY_BIT, 4, freq);
-        ctx.store.write_bits(at, COST_BIT, 5, cost);
-        freq >= m.walks && cost >= m.dram_refs
+        if m.decay_interval > 0 {
+            self.walks_since_pass += 1;
+            if self.walks_since_pass == m.decay_interval {
+                self.walks_since_pass = 0;
+                self.age(ctx.store);
+                freq = ctx.store.read_bits(at, FREQUENCY_BIT, 4);
+                cost = ctx.store.read_bits(at, COST_BIT, 5);
+            }
+        }
+        counted && freq >= m.walks && cost >= m.dram_refs
+    }
+
+    fn take_scan(&mut self, scan: &mut TableScan) {
+        if !self.scan.is_empty() {
+            scan.append(&mut self.scan);
+        }
     }
 
     fn bytes(&self) -> u64 {
