@@ -274,9 +274,10 @@ fn decaying_counters_stop_the_churn_and_their_passes_cost_memory_traffic() {
         "{passes} passes, {walks} walks"
     );
     let read = u(&decayed, "os.aging.lines_read");
-    assert_eq!(read % 64, 0);
-    // At least the table's 32 leaf pages (64 MiB) and three above them, per pass.
-    assert!(read >= passes * 35 * 64, "{read} lines in {passes} passes");
+    // Each pass reads the table's 32 leaf tables (64 MiB, within one pass's window) whole,
+    // and the lines of the upper tables on the way to them.
+    assert!(read > passes * 32 * 64, "{read} lines in {passes} passes");
+    assert!(read < passes * 33 * 64, "{read} lines in {passes} passes");
     let written = u(&decayed, "os.aging.lines_written");
     assert!(written > 0 && written <= read);
     assert!(u(&decayed, "os.aging.entries") >= written);

@@ -125,13 +125,15 @@ pub struct TableScan {
     pub pages: Vec<ScannedPage>,
 }
 
-/// A table page a scan read whole, line by line.
+/// A table page a scan read, line by line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScannedPage {
     pub frame: Pfn,
     /// Its level in a radix table (1: leaf PTEs), which tags its lines in the caches.
     pub level: u32,
-    /// The 64-byte lines the scan wrote back (bit `i`: line `i`).
+    /// The 64-byte lines the scan read (bit `i`: line `i`), and those it wrote back after
+    /// reading them.
+    pub read: u64,
     pub written: u64,
 }
 

@@ -467,8 +467,9 @@ fn an_aging_pass_halves_the_counters_in_the_pte_words_and_reads_the_whole_table(
         t.radix.lookup(&os.store, vpns[7].addr()),
         Some((Pfn(8199), PageSize::Size4K))
     );
-    // The pass read the four table pages of the path (PML4, PDPT, PD, PT) whole and wrote
-    // back the PT's lines holding pages walked at least once: PTEs 1-23, lines 0-2.
+    // The pass read the one leaf table (PT) whole, and the line of each upper table (PML4,
+    // PDPT, PD) on the way to it, and wrote back the PT's lines holding pages walked at
+    // least once: PTEs 1-23, lines 0-2.
     let mut scan = TableScan::default();
     t.take_scan(&mut scan);
     assert_eq!((scan.passes, scan.entries), (1, 23));
@@ -478,9 +479,12 @@ fn an_aging_pass_halves_the_counters_in_the_pte_words_and_reads_the_whole_table(
     let pt = scan.pages[3];
     let (leaf, _) = t.radix.leaf(&os.store, vpns[0].addr()).unwrap();
     assert_eq!(pt.frame, leaf.pfn());
+    assert_eq!(pt.read, u64::MAX);
     // The table's 24 PTEs start at index 0 of the PT (0x3_0000_0000 is 2 MiB-aligned).
     assert_eq!(pt.written, 0b111);
-    assert!(scan.pages[..3].iter().all(|p| p.written == 0));
+    assert!(scan.pages[..3]
+        .iter()
+        .all(|p| p.read.count_ones() == 1 && p.written == 0));
     // Taken: nothing left.
     let mut again = TableScan::default();
     t.take_scan(&mut again);
@@ -490,6 +494,44 @@ fn an_aging_pass_halves_the_counters_in_the_pte_words_and_reads_the_whole_table(
         t.age(&mut os.store);
     }
     assert!(vpns.iter().all(|&v| counters(&t, &os.store, v) == (0, 0)));
+}
+
+#[test]
+fn a_pass_ages_the_next_window_of_leaf_tables_and_wraps_around() {
+    let mut os = Os::new();
+    let (mut t, _) = aging_table(&mut os, 0, 0);
+    // One page in each of 200 2 MiB regions: 200 leaf tables, each walked twice.
+    let tables = 200u64;
+    let page = |k: u64| Vpn(0x3_0000_0000 + k * 512);
+    for k in 0..tables {
+        t.map(&mut os.ctx(), page(k), Pfn(8192 + k), PageSize::Size4K)
+            .unwrap();
+        t.note_walk(&mut os.ctx(), page(k), 2);
+        t.note_walk(&mut os.ctx(), page(k), 2);
+    }
+    let window = super::table::AGING_WINDOW_TABLES as u64;
+    assert!(window < tables && 2 * window > tables);
+    // The first pass ages the first 128 tables in address order.
+    t.age(&mut os.store);
+    for k in 0..tables {
+        let want = if k < window { (1, 2) } else { (2, 4) };
+        assert_eq!(counters(&t, &os.store, page(k)), want, "table {k}");
+    }
+    // The second the other 72, then wraps around to the first 56.
+    t.age(&mut os.store);
+    for k in 0..tables {
+        let want = if k < 2 * window - tables {
+            (0, 1)
+        } else {
+            (1, 2)
+        };
+        assert_eq!(counters(&t, &os.store, page(k)), want, "table {k}");
+    }
+    let mut scan = TableScan::default();
+    t.take_scan(&mut scan);
+    assert_eq!(scan.passes, 2);
+    let whole = scan.pages.iter().filter(|p| p.read == u64::MAX).count() as u64;
+    assert_eq!(whole, 2 * window);
 }
 
 #[test]

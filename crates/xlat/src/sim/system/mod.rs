@@ -557,8 +557,8 @@ impl<S: Scheme> System<S> {
     }
 
     /// Run the page-table scans of the OS's aging passes from cycle `start`, through the
-    /// current core's caches as the kernel's loop over the entries does: every line of every
-    /// table page read, and written after its read if the pass changed it, all issued at once
+    /// current core's caches as the kernel's loop over the entries does: every line a pass
+    /// read, and written after its read if the pass changed it, all issued at once
     /// (as the copies are) so that the L1D's MSHRs and DRAM's banks bound them. Returns the
     /// cycles until the last access ends, which the core waits.
     #[cold]
@@ -569,7 +569,7 @@ impl<S: Scheme> System<S> {
         let (mut read, mut written) = (0, 0);
         for page in &scan.pages {
             let kind = MemKind::pt_level(page.level);
-            for line in 0..64 {
+            for line in (0..64).filter(|&l| page.read >> l & 1 == 1) {
                 let at = PhysAddr(page.frame.addr().0 + line * 64);
                 let (r, _) = self.mem.access(at, kind, false, start, Level::L1d);
                 read += 1;
