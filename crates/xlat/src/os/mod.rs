@@ -259,8 +259,8 @@ pub struct OsStats {
 }
 
 /// The OS's aging passes over the migration counters in the PTEs (Utopia's
-/// `schemes.utopia.decay_interval`): each reads every line of a process's page table and
-/// writes back those whose counters it halved, through the memory hierarchy of the core whose
+/// `schemes.utopia.decay_interval`): each reads a window of a process's page table and
+/// writes back the lines whose counters it halved, through the memory hierarchy of the core whose
 /// walk triggered it, which waits for it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct AgingStats {

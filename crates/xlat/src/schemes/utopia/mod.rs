@@ -15,7 +15,8 @@
 //!
 //! * **Migration** (§5.5): walks of FlexSeg pages are counted in their PTEs (frequency and
 //!   DRAM cost); a page past both thresholds moves into its RestSeg after the access. Every
-//!   `decay_interval` FlexSeg walks the OS halves every PTE's counters (an aging pass).
+//!   `decay_interval` FlexSeg walks the OS halves the counters of the next 256 MiB of PTEs
+//!   (an aging pass).
 //!
 //! * **Restrictive-only** (`flexseg = false`, §3 Fig 6): no FlexSeg; a full set's victim is
 //!   paged out to swap (`[os.swap]`).
@@ -100,10 +101,12 @@ pub struct UtopiaConfig {
     pub migrate_dram_refs: u32,
     /// Decay of those counters: after every `decay_interval` FlexSeg walks of a process (a
     /// performance counter of completed walks interrupting the OS on overflow), the OS reads
-    /// every PTE of the process's table and halves both counters, writing the changed lines
-    /// back, so a page migrates only while its walks are frequent, not once it has been walked
-    /// 15 times in all. 0: no decay (the counters only grow until the page moves). The paper
-    /// gives no decay; see docs/schemes/utopia.md, "Migration thresholds", for the default.
+    /// the next 128 leaf page-table pages of the process (256 MiB of 4 KiB mappings, in
+    /// address order, wrapping around) and halves both counters of their PTEs, writing the
+    /// changed lines back, so a page migrates only while its walks are frequent, not once it
+    /// has been walked 15 times in all. 0: no decay (the counters only grow until the page
+    /// moves). The paper gives no decay; see docs/schemes/utopia.md, "Migration thresholds",
+    /// for the default.
     #[serde(default = "default_decay_interval")]
     pub decay_interval: u64,
     /// Whether memory outside the RestSegs is a FlexSeg for data (true, Utopia). False is
@@ -126,10 +129,12 @@ fn default_migrate_dram_refs() -> u32 {
     31
 }
 
-/// The decay interval, in FlexSeg walks of a process (docs/schemes/utopia.md).
-pub const DEFAULT_DECAY_INTERVAL: u64 = 0;
+/// The decay interval, in FlexSeg walks of a process: 4 walks per page of a pass's window
+/// (65,536 pages), so that under uniform access the counters settle near 8, half the
+/// threshold (docs/schemes/utopia.md, "Migration thresholds").
+pub const DEFAULT_DECAY_INTERVAL: u64 = 262_144;
 
-/// The shortest decay interval (walks): each pass reads the whole page table of the process.
+/// The shortest decay interval (walks): each pass reads some 8,200 page-table lines.
 pub const MIN_DECAY_INTERVAL: u64 = 1024;
 
 fn default_decay_interval() -> u64 {
@@ -189,7 +194,7 @@ impl UtopiaConfig {
                 format!("{path}.decay_interval"),
                 format!(
                     "must be 0 (no decay) or at least {MIN_DECAY_INTERVAL} walks, got {decay}: \
-                     each aging pass reads every line of the process's page table"
+                     each aging pass reads some 8,200 page-table lines"
                 ),
             ));
         }

@@ -78,9 +78,9 @@ pub struct ProcSegStats {
 
 /// Thresholds of the PTE-based migration (§5.5): a FlexSeg page whose walks reach both moves
 /// into its RestSeg. With `decay_interval` > 0 the counters age: after every `decay_interval`
-/// FlexSeg walks of the process, the OS halves both counters of every PTE of its table
-/// ([`UtopiaTable::age`]), so that they count recent walks rather than all walks since the
-/// page was mapped (docs/schemes/utopia.md, "Migration thresholds").
+/// FlexSeg walks of the process, the OS halves both counters of the PTEs in the next window
+/// of its table ([`UtopiaTable::age`]), so that they count recent walks rather than all walks
+/// since the page was mapped (docs/schemes/utopia.md, "Migration thresholds").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Migration {
     pub walks: u64,
@@ -310,8 +310,8 @@ impl PageTable for UtopiaTable {
 
     /// Count the walk in the PTE's frequency and cost counters; the page is costly to
     /// translate once both reach their thresholds and a RestSeg holds its page size. Every
-    /// `decay_interval`-th walk of the process (any FlexSeg walk), the OS ages every PTE's
-    /// counters first, this walk's included.
+    /// `decay_interval`-th walk of the process (any FlexSeg walk), the OS runs an aging pass
+    /// first, which may halve this walk's counters too.
     fn note_walk(&mut self, ctx: &mut PtContext, vpn: Vpn, dram_refs: u32) -> bool {
         let Some(m) = self.migration else {
             return false;
