@@ -261,6 +261,7 @@ const RUN_KEYS: &[(&str, &str, &str)] = &[
     ("pom-tlb", "schemes.pom_tlb.ways", "N"),
     ("rmm", "schemes.rmm.range_tlb_entries", "N"),
     ("utopia", "schemes.utopia.tar_cache_bytes", "N"),
+    ("utopia", "schemes.utopia.decay_interval", "N"),
     (
         "utopia",
         "schemes.utopia.restsegs",

@@ -234,6 +234,54 @@ fn restseg_config_errors_name_their_key() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("schemes.utopia.migrate_walks"), "{e}");
+    let e = xlat::SimConfig::load("utopia", &["schemes.utopia.decay_interval=1000".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("schemes.utopia.decay_interval"), "{e}");
+    assert!(e.contains("at least 1024"), "{e}");
+    let e = xlat::SimConfig::load("utopia", &["schemes.utopia.decay_interval=-1".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("schemes.utopia.decay_interval"), "{e}");
+    for ok in ["0", "1024", "1000000"] {
+        let key = format!("schemes.utopia.decay_interval={ok}");
+        xlat::SimConfig::load("utopia", &[key]).unwrap();
+    }
+}
+
+#[test]
+fn decaying_counters_stop_the_churn_and_their_passes_cost_memory_traffic() {
+    // Migration after 2 walks (one DRAM reference): without decay nearly every page of the
+    // 64 MiB table reaches it and migrations evict one another; with a pass every 1024
+    // walks, a page needs 2 of the 16K pages' walks within about two passes.
+    let churn = run(migrating_gups(2, "schemes.utopia.decay_interval=0"));
+    let decayed = run(migrating_gups(2, "schemes.utopia.decay_interval=1024"));
+    let checked = run(migrating_gups(2, "sim.verify=true"));
+    assert!(u(&checked, "verify.translations_checked") > 0);
+    let (before, after) = (u(&churn, "os.promoted"), u(&decayed, "os.promoted"));
+    assert!(
+        after * 4 < before,
+        "promoted {before} without decay, {after} with"
+    );
+    // Without decay there is no pass, and no `aging` subtree.
+    assert!(churn["os"].get("aging").is_none());
+    // Each pass is counted, read every line of the table's pages and wrote some back, and the
+    // cores waited for it.
+    let passes = u(&decayed, "os.aging.passes");
+    let walks = u(&decayed, "walk.walks");
+    assert!(
+        passes > 0 && passes <= walks / 1024 + 1,
+        "{passes} passes, {walks} walks"
+    );
+    let read = u(&decayed, "os.aging.lines_read");
+    // Each pass reads the table's 32 leaf tables (64 MiB, within one pass's window) whole,
+    // and the lines of the upper tables on the way to them.
+    assert!(read > passes * 32 * 64, "{read} lines in {passes} passes");
+    assert!(read < passes * 33 * 64, "{read} lines in {passes} passes");
+    let written = u(&decayed, "os.aging.lines_written");
+    assert!(written > 0 && written <= read);
+    assert!(u(&decayed, "os.aging.entries") >= written);
+    assert!(u(&decayed, "os.aging.cycles") > 0);
 }
 
 /// `mmu.translation_cycles` (Fig 16b) adds up, for every scheme, the cycles from each L1 TLB

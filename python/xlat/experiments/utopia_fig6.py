@@ -108,9 +108,10 @@ def _scale_overrides(scale: str) -> dict:
             "sf_cache_bytes": 2048,
             "tar_cache_bytes": 2048,
             "cache_latency": 2,
-            # PTE-based migration moves FlexSeg pages in; there are none.
+            # PTE-based migration moves FlexSeg pages in; there are none (nor counters to age).
             "migrate_walks": 0,
             "migrate_dram_refs": 4,
+            "decay_interval": 0,
         },
     }
 

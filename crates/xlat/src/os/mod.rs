@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::mem::physmem::{self, BuddyAllocator, PhysMemConfig};
 use crate::pt::direct::{DirectSegment, EscapeFilter, Segment};
 use crate::pt::store::PtStore;
-use crate::pt::{PageTable, PtContext};
+use crate::pt::{PageTable, PtContext, TableScan};
 use crate::rng::{self, Rng};
 use serde::{Deserialize, Serialize};
 
@@ -273,6 +273,29 @@ pub struct OsStats {
     /// (Utopia's PTE-based migration), each remapped, copied and shot down.
     pub promoted: u64,
     pub swap: SwapStats,
+    /// Aging passes over the page tables' migration counters (Utopia's decay).
+    pub aging: AgingStats,
+}
+
+/// The OS's aging passes over the migration counters in the PTEs (Utopia's
+/// `schemes.utopia.decay_interval`): each reads a window of a process's page table and
+/// writes back the lines whose counters it halved, through the memory hierarchy of the core whose
+/// walk triggered it, which waits for it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct AgingStats {
+    pub passes: u64,
+    /// Entries whose counters a pass halved.
+    pub entries: u64,
+    pub lines_read: u64,
+    pub lines_written: u64,
+    /// Cycles the cores waited for the passes' reads and writes.
+    pub cycles: u64,
+}
+
+impl AgingStats {
+    pub fn is_zero(&self) -> bool {
+        *self == AgingStats::default()
+    }
 }
 
 /// Direct segments the OS made (`os.direct_segment`).
@@ -315,6 +338,8 @@ pub struct Os<T: PageTable> {
     shootdowns: Vec<(u16, Vpn, PageSize)>,
     /// Pages whose contents moved (evictions), for the memory hierarchy to copy.
     copies: Vec<PageCopy>,
+    /// The page-table scans of aging passes, for the memory hierarchy to run.
+    scan: TableScan,
     /// Swapping: resident pages in the order they were mapped to frames of the buddy
     /// allocator (the reclaim's FIFO; entries whose page has gone since are skipped).
     resident: std::collections::VecDeque<(u16, Vpn, PageSize)>,
@@ -396,6 +421,7 @@ impl<T: PageTable> Os<T> {
             fmfi_initial,
             shootdowns: Vec::new(),
             copies: Vec::new(),
+            scan: TableScan::default(),
             resident: std::collections::VecDeque::new(),
             swap_cycles: 0,
             vmm,
@@ -830,10 +856,14 @@ impl<T: PageTable> Os<T> {
     /// the frame policy's own memory (a RestSeg), evicting another page if the policy must.
     /// Returns whether the page moved; its shootdown and copy wait in the usual queues.
     pub fn walk_noted(&mut self, pid: u16, vpn: Vpn, dram_refs: u32) -> Result<bool> {
-        let (p, mut ctx, frames) = self.process_and_pt(pid)?;
-        if !p.pt.note_walk(&mut ctx, vpn, dram_refs) {
+        let (p, mut ctx, _) = self.process_and_pt(pid)?;
+        let costly = p.pt.note_walk(&mut ctx, vpn, dram_refs);
+        // An aging pass the walk triggered waits for the system to run its memory accesses.
+        self.processes[pid as usize].pt.take_scan(&mut self.scan);
+        if !costly {
             return Ok(false);
         }
+        let (p, mut ctx, frames) = self.process_and_pt(pid)?;
         let Some((_, size)) = p.truth(vpn.addr()) else {
             return Ok(false);
         };
@@ -863,6 +893,18 @@ impl<T: PageTable> Os<T> {
     /// hierarchy (the caller runs them through it).
     pub fn take_copies(&mut self) -> Vec<PageCopy> {
         std::mem::take(&mut self.copies)
+    }
+
+    /// Whether aging passes wait for [`Os::take_scan`].
+    #[inline]
+    pub fn scan_pending(&self) -> bool {
+        !self.scan.is_empty()
+    }
+
+    /// The page-table scans of the aging passes since the last call, moved into `into` (the
+    /// caller runs their reads and writes through the memory hierarchy).
+    pub fn take_scan(&mut self, into: &mut TableScan) {
+        into.append(&mut self.scan);
     }
 
     /// The MMU translated the page whose first frame is `pfn` from a side path (a RestSeg
@@ -937,6 +979,7 @@ impl<T: PageTable> Os<T> {
             faults: self.stats.faults.clone(),
             munmaps: self.stats.munmaps,
             promoted: self.stats.promoted,
+            aging: self.stats.aging,
             swap: self.cfg.swap.enabled.then(|| SwapStats {
                 swapped: self.processes.iter().map(|p| p.swapped_pages()).sum(),
                 ..self.stats.swap
@@ -1048,6 +1091,9 @@ pub struct OsSnapshot {
     /// Pages migrated into the frame policy's own memory (Utopia's PTE-based migration);
     /// always present, 0 for policies that never migrate.
     pub promoted: u64,
+    /// Aging passes over the migration counters (with Utopia's decay; absent without a pass).
+    #[serde(skip_serializing_if = "AgingStats::is_zero")]
+    pub aging: AgingStats,
     /// Swap I/O (with `os.swap.enabled`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swap: Option<SwapStats>,

@@ -88,6 +88,10 @@ pub trait PageTable: Send {
     fn note_walk(&mut self, _ctx: &mut PtContext, _vpn: Vpn, _dram_refs: u32) -> bool {
         false
     }
+    /// What the OS's scans of the table's entries did since the last call (Utopia's aging
+    /// pass over its migration counters), added to `scan`: the system runs the lines they
+    /// read and wrote through the memory hierarchy. Most organisations are never scanned.
+    fn take_scan(&mut self, _scan: &mut TableScan) {}
     /// A walk of `va` is coming: have the host cache the entries it will read that it likely
     /// does not hold, in the step `what` of [`store::PtStore::prefetch`] (a hint for the host
     /// only: nothing simulated changes). Most organisations give none.
@@ -109,6 +113,41 @@ pub trait PageTable: Send {
     /// page (nothing is written otherwise). Every organisation implements it, so that a
     /// researcher can check that `--verify` catches a wrong translation of a new scheme.
     fn corrupt(&self, store: &mut store::PtStore, vpn: Vpn, size: PageSize) -> bool;
+}
+
+/// The work of OS scans over a page table's entries (Utopia's aging of the migration
+/// counters in its PTEs): how many passes, how many entries they changed, and each table page
+/// they read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableScan {
+    pub passes: u64,
+    pub entries: u64,
+    pub pages: Vec<ScannedPage>,
+}
+
+/// A table page a scan read, line by line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScannedPage {
+    pub frame: Pfn,
+    /// Its level in a radix table (1: leaf PTEs), which tags its lines in the caches.
+    pub level: u32,
+    /// The 64-byte lines the scan read (bit `i`: line `i`), and those it wrote back after
+    /// reading them.
+    pub read: u64,
+    pub written: u64,
+}
+
+impl TableScan {
+    /// Move everything of `other` here, leaving it empty (its buffer keeps its capacity).
+    pub fn append(&mut self, other: &mut TableScan) {
+        self.passes += std::mem::take(&mut other.passes);
+        self.entries += std::mem::take(&mut other.entries);
+        self.pages.append(&mut other.pages);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.passes == 0
+    }
 }
 
 /// The frame a corrupted entry (see [`PageTable::corrupt`]) names instead of `pfn`, the first

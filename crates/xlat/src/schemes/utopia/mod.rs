@@ -14,7 +14,9 @@
 //!   caches; a hit supplies the frame, a miss lets the radix walk (with its PWCs) start.
 //!
 //! * **Migration** (§5.5): walks of FlexSeg pages are counted in their PTEs (frequency and
-//!   DRAM cost); a page past both thresholds moves into its RestSeg after the access.
+//!   DRAM cost); a page past both thresholds moves into its RestSeg after the access. Every
+//!   `decay_interval` FlexSeg walks the OS halves the counters of the next 256 MiB of PTEs
+//!   (an aging pass).
 //!
 //! * **Restrictive-only** (`flexseg = false`, §3 Fig 6): no FlexSeg; a full set's victim is
 //!   paged out to swap (`[os.swap]`).
@@ -97,6 +99,16 @@ pub struct UtopiaConfig {
     pub migrate_walks: u32,
     #[serde(default = "default_migrate_dram_refs")]
     pub migrate_dram_refs: u32,
+    /// Decay of those counters: after every `decay_interval` FlexSeg walks of a process (a
+    /// performance counter of completed walks interrupting the OS on overflow), the OS reads
+    /// the next 128 leaf page-table pages of the process (256 MiB of 4 KiB mappings, in
+    /// address order, wrapping around) and halves both counters of their PTEs, writing the
+    /// changed lines back, so a page migrates only while its walks are frequent, not once it
+    /// has been walked 15 times in all. 0: no decay (the counters only grow until the page
+    /// moves). The paper gives no decay; see docs/schemes/utopia.md, "Migration thresholds",
+    /// for the default.
+    #[serde(default = "default_decay_interval")]
+    pub decay_interval: u64,
     /// Whether memory outside the RestSegs is a FlexSeg for data (true, Utopia). False is
     /// restrictive-only mapping (§3, Fig 6): data lives only in the RestSegs, a full set's
     /// victim is paged out (needs `os.swap.enabled`), and memory outside them holds only the
@@ -117,6 +129,18 @@ fn default_migrate_dram_refs() -> u32 {
     31
 }
 
+/// The decay interval, in FlexSeg walks of a process: 4 walks per page of a pass's window
+/// (65,536 pages), so that under uniform access the counters settle near 8, half the
+/// threshold (docs/schemes/utopia.md, "Migration thresholds").
+pub const DEFAULT_DECAY_INTERVAL: u64 = 262_144;
+
+/// The shortest decay interval (walks): each pass reads some 8,200 page-table lines.
+pub const MIN_DECAY_INTERVAL: u64 = 1024;
+
+fn default_decay_interval() -> u64 {
+    DEFAULT_DECAY_INTERVAL
+}
+
 impl Default for UtopiaConfig {
     /// Utopia Table 1.
     fn default() -> Self {
@@ -133,6 +157,7 @@ impl Default for UtopiaConfig {
             cache_latency: 2,
             migrate_walks: default_migrate_walks(),
             migrate_dram_refs: default_migrate_dram_refs(),
+            decay_interval: default_decay_interval(),
             flexseg: true,
         }
     }
@@ -162,6 +187,16 @@ impl UtopiaConfig {
                     format!("must be in 0..={max} (a {bits}-bit PTE counter), got {value}"),
                 ));
             }
+        }
+        let decay = self.decay_interval;
+        if decay != 0 && decay < MIN_DECAY_INTERVAL {
+            return Err(Error::config(
+                format!("{path}.decay_interval"),
+                format!(
+                    "must be 0 (no decay) or at least {MIN_DECAY_INTERVAL} walks, got {decay}: \
+                     each aging pass reads some 8,200 page-table lines"
+                ),
+            ));
         }
         let mut sizes: Vec<PageSize> = self.restsegs.iter().map(|r| r.page).collect();
         sizes.sort_by_key(|s| s.index());
@@ -325,6 +360,7 @@ impl Scheme for Utopia {
         let migrate = (cfg.migrate_walks > 0).then_some(table::Migration {
             walks: u64::from(cfg.migrate_walks),
             dram_refs: u64::from(cfg.migrate_dram_refs),
+            decay_interval: cfg.decay_interval,
         });
         UtopiaTable::new(pt, &layout(ctx)?, ctx.sections.radix.levels, migrate)
     }

@@ -8,11 +8,11 @@
 //! TAR and rewrites the set's SF counter from the TAR.
 
 use super::restseg::{Layout, RestSeg, TAR_VALID};
-use crate::addr::{PageSize, Pfn, PhysAddr, Vpn};
+use crate::addr::{PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
 use crate::error::{Error, Result};
-use crate::pt::radix::RadixPageTable;
+use crate::pt::radix::{self, RadixPageTable};
 use crate::pt::store::PtStore;
-use crate::pt::{PageTable, PtContext};
+use crate::pt::{PageTable, PtContext, ScannedPage, TableScan};
 use serde::Serialize;
 
 /// One RestSeg's structures of one process.
@@ -77,11 +77,15 @@ pub struct ProcSegStats {
 }
 
 /// Thresholds of the PTE-based migration (§5.5): a FlexSeg page whose walks reach both moves
-/// into its RestSeg.
+/// into its RestSeg. With `decay_interval` > 0 the counters age: after every `decay_interval`
+/// FlexSeg walks of the process, the OS halves both counters of the PTEs in the next window
+/// of its table ([`UtopiaTable::age`]), so that they count recent walks rather than all walks
+/// since the page was mapped (docs/schemes/utopia.md, "Migration thresholds").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Migration {
     pub walks: u64,
     pub dram_refs: u64,
+    pub decay_interval: u64,
 }
 
 /// The PTE bits x86-64 leaves to software that hold the migration counters (§5.5: "the
@@ -96,6 +100,14 @@ pub struct UtopiaTable {
     pub radix: RadixPageTable,
     pub segs: Vec<ProcSeg>,
     migration: Option<Migration>,
+    /// FlexSeg walks of the process since the last aging pass: the performance counter of
+    /// completed page walks whose overflow (every `decay_interval`) interrupts the OS.
+    walks_since_pass: u64,
+    /// The aging passes' work not yet handed to the system ([`PageTable::take_scan`]).
+    scan: TableScan,
+    /// Where the next aging pass starts: the virtual address after the last leaf table the
+    /// previous one read.
+    aging_cursor: u64,
 }
 
 impl UtopiaTable {
@@ -124,7 +136,63 @@ impl UtopiaTable {
             radix,
             segs,
             migration,
+            walks_since_pass: 0,
+            scan: TableScan::default(),
+            aging_cursor: 0,
         })
+    }
+
+    /// The OS's aging pass (decay of the migration counters) over the next
+    /// [`AGING_WINDOW_TABLES`] page-table pages holding leaf entries, in virtual-address
+    /// order from where the last pass stopped, wrapping around the address space: read each
+    /// of them whole, line by line (and the upper-level entries leading to it), halve the
+    /// frequency and cost counters of every leaf entry that has them, and write back the lines
+    /// it changed. What it read and wrote is recorded for the system to run through the
+    /// memory hierarchy ([`PageTable::take_scan`]).
+    pub fn age(&mut self, store: &mut PtStore) {
+        let mut leaves = Vec::new();
+        leaf_tables(
+            store,
+            self.radix.root(),
+            self.radix.levels(),
+            0,
+            &mut leaves,
+        );
+        let first = leaves.partition_point(|&(va, _, _)| va < self.aging_cursor);
+        let take = leaves.len().min(AGING_WINDOW_TABLES);
+        let mut pages: Vec<ScannedPage> = Vec::new();
+        for k in 0..take {
+            let (va, table, level) = leaves[(first + k) % leaves.len()];
+            // The entries on the way down to the table: one line of each upper table.
+            let mut upper = self.radix.root();
+            for l in (level + 1..=self.radix.levels()).rev() {
+                let at = radix::entry_addr(upper, VirtAddr(va), l);
+                mark(&mut pages, upper, l, 1 << ((at.0 & 0xfff) / 64), 0);
+                upper = radix::entry_frame(store.read(at));
+            }
+            let mut written = 0u64;
+            for i in 0..512u64 {
+                let at = PhysAddr(table.addr().0 + i * 8);
+                let e = store.read(at);
+                if e & radix::PRESENT == 0 || radix::leaf_size(e, level).is_none() {
+                    continue;
+                }
+                let freq = (e >> FREQUENCY_BIT) & FREQUENCY_MAX;
+                let cost = (e >> COST_BIT) & COST_MAX;
+                if freq == 0 && cost == 0 {
+                    continue;
+                }
+                let counters = FREQUENCY_MAX << FREQUENCY_BIT | COST_MAX << COST_BIT;
+                let halved = (freq >> 1) << FREQUENCY_BIT | (cost >> 1) << COST_BIT;
+                store.write(at, (e & !counters) | halved);
+                self.scan.entries += 1;
+                written |= 1 << (i / 8);
+            }
+            mark(&mut pages, table, level, u64::MAX, written);
+            self.aging_cursor = va + 1;
+        }
+        self.scan.pages.append(&mut pages);
+        self.scan.passes += 1;
     }
 
     /// The RestSeg slot mapping `vpn` in this process, if its page is in one: the segment's
@@ -135,6 +203,51 @@ impl UtopiaTable {
             let way = ps.find(store, set, tag)?;
             Some((ps, ps.seg.slot_pfn(set, way)))
         })
+    }
+}
+
+/// Page-table pages holding leaf entries that one aging pass reads: 128, the leaf tables of
+/// 256 MiB of 4 KiB pages, as Linux's NUMA balancing scans 256 MB of a process's address
+/// space per scan period by default (`numa_balancing_scan_size_mb`). A pass costs the same
+/// whatever the footprint; a larger table takes more passes to age whole.
+pub const AGING_WINDOW_TABLES: usize = 128;
+
+/// The tables under `table` (of `level`, mapping from `va`) that hold leaf entries, in
+/// virtual-address order: `(va of the table's first entry, frame, level)`. A table holding
+/// huge-page leaves and pointers both comes before the tables it points to.
+fn leaf_tables(store: &PtStore, table: Pfn, level: u32, va: u64, out: &mut Vec<(u64, Pfn, u32)>) {
+    let span = 1u64 << (12 + 9 * (level - 1));
+    let entry = |i: u64| store.read(PhysAddr(table.addr().0 + i * 8));
+    let present = |e: u64| e & radix::PRESENT != 0;
+    if level == 1
+        || (0..512).any(|i| present(entry(i)) && radix::leaf_size(entry(i), level).is_some())
+    {
+        out.push((va, table, level));
+    }
+    if level == 1 {
+        return;
+    }
+    for i in 0..512 {
+        let e = entry(i);
+        if present(e) && radix::leaf_size(e, level).is_none() {
+            leaf_tables(store, radix::entry_frame(e), level - 1, va + i * span, out);
+        }
+    }
+}
+
+/// Record in `pages` that a pass read lines `read` and wrote lines `written` of `table`.
+fn mark(pages: &mut Vec<ScannedPage>, table: Pfn, level: u32, read: u64, written: u64) {
+    match pages.iter_mut().find(|p| p.frame == table) {
+        Some(p) => {
+            p.read |= read;
+            p.written |= written;
+        }
+        None => pages.push(ScannedPage {
+            frame: table,
+            level,
+            read,
+            written,
+        }),
     }
 }
 
@@ -196,7 +309,9 @@ impl PageTable for UtopiaTable {
     }
 
     /// Count the walk in the PTE's frequency and cost counters; the page is costly to
-    /// translate once both reach their thresholds and a RestSeg holds its page size.
+    /// translate once both reach their thresholds and a RestSeg holds its page size. Every
+    /// `decay_interval`-th walk of the process (any FlexSeg walk), the OS runs an aging pass
+    /// first, which may halve this walk's counters too.
     fn note_walk(&mut self, ctx: &mut PtContext, vpn: Vpn, dram_refs: u32) -> bool {
         let Some(m) = self.migration else {
             return false;
@@ -204,15 +319,31 @@ impl PageTable for UtopiaTable {
         let Some((at, size)) = self.radix.leaf(ctx.store, vpn.addr()) else {
             return false;
         };
-        if !self.segs.iter().any(|ps| ps.seg.page == size) {
-            return false;
+        let counted = self.segs.iter().any(|ps| ps.seg.page == size);
+        let (mut freq, mut cost) = (0, 0);
+        if counted {
+            // `at` is the PTE's word: its bits 52-60 are the counters.
+            freq = (ctx.store.read_bits(at, FREQUENCY_BIT, 4) + 1).min(FREQUENCY_MAX);
+            cost = (ctx.store.read_bits(at, COST_BIT, 5) + u64::from(dram_refs)).min(COST_MAX);
+            ctx.store.write_bits(at, FREQUENCY_BIT, 4, freq);
+            ctx.store.write_bits(at, COST_BIT, 5, cost);
         }
-        // `at` is the PTE's word: its bits 52-60 are the counters.
-        let freq = (ctx.store.read_bits(at, FREQUENCY_BIT, 4) + 1).min(FREQUENCY_MAX);
-        let cost = (ctx.store.read_bits(at, COST_BIT, 5) + u64::from(dram_refs)).min(COST_MAX);
-        ctx.store.write_bits(at, FREQUENCY_BIT, 4, freq);
-        ctx.store.write_bits(at, COST_BIT, 5, cost);
-        freq >= m.walks && cost >= m.dram_refs
+        if m.decay_interval > 0 {
+            self.walks_since_pass += 1;
+            if self.walks_since_pass == m.decay_interval {
+                self.walks_since_pass = 0;
+                self.age(ctx.store);
+                freq = ctx.store.read_bits(at, FREQUENCY_BIT, 4);
+                cost = ctx.store.read_bits(at, COST_BIT, 5);
+            }
+        }
+        counted && freq >= m.walks && cost >= m.dram_refs
+    }
+
+    fn take_scan(&mut self, scan: &mut TableScan) {
+        if !self.scan.is_empty() {
+            scan.append(&mut self.scan);
+        }
     }
 
     fn bytes(&self) -> u64 {

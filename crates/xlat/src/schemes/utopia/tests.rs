@@ -12,7 +12,7 @@ use crate::mem::physmem::BuddyAllocator;
 use crate::mem::{Hierarchy, Level};
 use crate::os::FramePolicy;
 use crate::pt::store::PtStore;
-use crate::pt::{PageTable, PtContext};
+use crate::pt::{PageTable, PtContext, TableScan};
 use crate::rng::Rng;
 use crate::SimConfig;
 
@@ -231,6 +231,7 @@ fn walks_count_in_the_ptes_unused_bits_until_the_page_is_costly() {
     let m = Migration {
         walks: 3,
         dram_refs: 5,
+        decay_interval: 0,
     };
     let mut t = UtopiaTable::new(&mut os.ctx(), &l, 4, Some(m)).unwrap();
     let (vpn, flex) = (Vpn(0x3_0000_0000), Pfn(8192));
@@ -405,4 +406,243 @@ fn drrip_keeps_the_pages_restseg_walks_translated_and_evicts_one_they_did_not() 
     assert_eq!(ev.len(), 1);
     assert_eq!(ev[0].from, pfns[4]);
     assert_eq!(pfn, pfns[4]);
+}
+
+/// The frequency and cost counters in the PTE of `vpn` (bits 52-55 and 56-60), read from
+/// the table's memory.
+fn counters(t: &UtopiaTable, store: &PtStore, vpn: Vpn) -> (u64, u64) {
+    let (at, _) = t
+        .radix
+        .leaf(store, vpn.addr())
+        .expect("mapped in the FlexSeg");
+    let pte = store.read(at);
+    ((pte >> 52) & 0xf, (pte >> 56) & 0x1f)
+}
+
+/// A table migrating at 15 walks and 31 DRAM references, aging every `decay` walks, with
+/// `pages` 4 KiB FlexSeg pages mapped at consecutive VPNs from 0x3_0000_0000 (frames from
+/// 8192): the table and the VPNs.
+fn aging_table(os: &mut Os, decay: u64, pages: u64) -> (UtopiaTable, Vec<Vpn>) {
+    let m = Migration {
+        walks: 15,
+        dram_refs: 31,
+        decay_interval: decay,
+    };
+    let mut t = UtopiaTable::new(&mut os.ctx(), &layout(64), 4, Some(m)).unwrap();
+    let vpns: Vec<Vpn> = (0..pages).map(|i| Vpn(0x3_0000_0000 + i)).collect();
+    for (i, &v) in vpns.iter().enumerate() {
+        t.map(&mut os.ctx(), v, Pfn(8192 + i as u64), PageSize::Size4K)
+            .unwrap();
+    }
+    (t, vpns)
+}
+
+#[test]
+fn an_aging_pass_halves_the_counters_in_the_pte_words_and_reads_the_whole_table() {
+    let mut os = Os::new();
+    // Decay off: passes only when asked for here.
+    let (mut t, vpns) = aging_table(&mut os, 0, 24);
+    // Page i walked i times with 3 DRAM references each (the counters saturate at 15, 31).
+    for (i, &v) in vpns.iter().enumerate() {
+        for _ in 0..i {
+            t.note_walk(&mut os.ctx(), v, 3);
+        }
+    }
+    let before: Vec<(u64, u64)> = vpns.iter().map(|&v| counters(&t, &os.store, v)).collect();
+    assert_eq!(before[5], (5, 15));
+    assert_eq!(before[20], (15, 31));
+    let words: Vec<u64> = vpns
+        .iter()
+        .map(|&v| os.store.read(t.radix.leaf(&os.store, v.addr()).unwrap().0))
+        .collect();
+    t.age(&mut os.store);
+    for (i, &v) in vpns.iter().enumerate() {
+        let (f, c) = before[i];
+        assert_eq!(counters(&t, &os.store, v), (f / 2, c / 2), "page {i}");
+        // Nothing else of the PTE changed: it maps the same frame with the same flags.
+        let word = os.store.read(t.radix.leaf(&os.store, v.addr()).unwrap().0);
+        assert_eq!(word & !(0x1ff << 52), words[i] & !(0x1ff << 52), "page {i}");
+    }
+    assert_eq!(
+        t.radix.lookup(&os.store, vpns[7].addr()),
+        Some((Pfn(8199), PageSize::Size4K))
+    );
+    // The pass read the one leaf table (PT) whole, and the line of each upper table (PML4,
+    // PDPT, PD) on the way to it, and wrote back the PT's lines holding pages walked at
+    // least once: PTEs 1-23, lines 0-2.
+    let mut scan = TableScan::default();
+    t.take_scan(&mut scan);
+    assert_eq!((scan.passes, scan.entries), (1, 23));
+    assert_eq!(scan.pages.len(), 4);
+    let levels: Vec<u32> = scan.pages.iter().map(|p| p.level).collect();
+    assert_eq!(levels, [4, 3, 2, 1]);
+    let pt = scan.pages[3];
+    let (leaf, _) = t.radix.leaf(&os.store, vpns[0].addr()).unwrap();
+    assert_eq!(pt.frame, leaf.pfn());
+    assert_eq!(pt.read, u64::MAX);
+    // The table's 24 PTEs start at index 0 of the PT (0x3_0000_0000 is 2 MiB-aligned).
+    assert_eq!(pt.written, 0b111);
+    assert!(scan.pages[..3]
+        .iter()
+        .all(|p| p.read.count_ones() == 1 && p.written == 0));
+    // Taken: nothing left.
+    let mut again = TableScan::default();
+    t.take_scan(&mut again);
+    assert!(again.is_empty() && again.pages.is_empty());
+    // Passes bring every counter to zero in at most five halvings.
+    for _ in 0..5 {
+        t.age(&mut os.store);
+    }
+    assert!(vpns.iter().all(|&v| counters(&t, &os.store, v) == (0, 0)));
+}
+
+#[test]
+fn a_pass_ages_the_next_window_of_leaf_tables_and_wraps_around() {
+    let mut os = Os::new();
+    let (mut t, _) = aging_table(&mut os, 0, 0);
+    // One page in each of 200 2 MiB regions: 200 leaf tables, each walked twice.
+    let tables = 200u64;
+    let page = |k: u64| Vpn(0x3_0000_0000 + k * 512);
+    for k in 0..tables {
+        t.map(&mut os.ctx(), page(k), Pfn(8192 + k), PageSize::Size4K)
+            .unwrap();
+        t.note_walk(&mut os.ctx(), page(k), 2);
+        t.note_walk(&mut os.ctx(), page(k), 2);
+    }
+    let window = super::table::AGING_WINDOW_TABLES as u64;
+    assert!(window < tables && 2 * window > tables);
+    // The first pass ages the first 128 tables in address order.
+    t.age(&mut os.store);
+    for k in 0..tables {
+        let want = if k < window { (1, 2) } else { (2, 4) };
+        assert_eq!(counters(&t, &os.store, page(k)), want, "table {k}");
+    }
+    // The second the other 72, then wraps around to the first 56.
+    t.age(&mut os.store);
+    for k in 0..tables {
+        let want = if k < 2 * window - tables {
+            (0, 1)
+        } else {
+            (1, 2)
+        };
+        assert_eq!(counters(&t, &os.store, page(k)), want, "table {k}");
+    }
+    let mut scan = TableScan::default();
+    t.take_scan(&mut scan);
+    assert_eq!(scan.passes, 2);
+    let whole = scan.pages.iter().filter(|p| p.read == u64::MAX).count() as u64;
+    assert_eq!(whole, 2 * window);
+}
+
+#[test]
+fn a_page_hot_before_a_pass_and_cold_after_it_does_not_migrate() {
+    // 14 walks of page A (3 DRAM references each: 14, and 31 saturated), then walks of
+    // other pages up to the pass at the 32nd walk, then A once more.
+    let run = |decay: u64| {
+        let mut os = Os::new();
+        let (mut t, vpns) = aging_table(&mut os, decay, 32);
+        let a = vpns[0];
+        for _ in 0..14 {
+            assert!(!t.note_walk(&mut os.ctx(), a, 3));
+        }
+        for &v in &vpns[1..19] {
+            assert!(!t.note_walk(&mut os.ctx(), v, 3));
+        }
+        let (f, c) = counters(&t, &os.store, a);
+        (t.note_walk(&mut os.ctx(), a, 3), f, c)
+    };
+    // Without decay its 15th walk moves it, however long ago the first 14 were.
+    assert_eq!(run(0), (true, 14, 31));
+    // With a pass every 32 walks, the pass (at the 32nd walk) left it at 7 and 15: one walk
+    // more makes 8 and 18, below the thresholds.
+    assert_eq!(run(32), (false, 7, 15));
+    // A page that stays hot still migrates: 15 walks in a row between two passes.
+    let mut os = Os::new();
+    let (mut t, vpns) = aging_table(&mut os, 32, 2);
+    for k in 1..=15 {
+        assert_eq!(t.note_walk(&mut os.ctx(), vpns[1], 3), k == 15, "walk {k}");
+    }
+}
+
+#[test]
+fn the_pass_comes_every_decay_interval_walks_of_any_page() {
+    let mut os = Os::new();
+    let (mut t, vpns) = aging_table(&mut os, 10, 3);
+    let mut scan = TableScan::default();
+    for k in 1..=35u64 {
+        t.note_walk(&mut os.ctx(), vpns[(k % 3) as usize], 1);
+        t.take_scan(&mut scan);
+        assert_eq!(scan.passes, k / 10, "after walk {k}");
+    }
+    // A walk of a page no RestSeg holds counts too (the performance counter counts walks),
+    // but its PTE gets no counters.
+    let huge = Vpn(0x4_0000_0000);
+    t.map(&mut os.ctx(), huge, Pfn(1 << 17), PageSize::Size2M)
+        .unwrap();
+    for _ in 0..5 {
+        assert!(!t.note_walk(&mut os.ctx(), huge, 9));
+    }
+    t.take_scan(&mut scan);
+    assert_eq!(scan.passes, 4);
+    let (at, _) = t.radix.leaf(&os.store, huge.addr()).unwrap();
+    assert_eq!(os.store.read(at) >> 52, 0);
+}
+
+mod decay_model {
+    //! The counters against a model of §5.5's policy with decay: saturating counters per
+    //! page, halved on every page after each `decay` walks, a page migrating (and its
+    //! counters restarting) once both reach their thresholds.
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn counters_follow_the_model(
+            walks in proptest::collection::vec((0u64..12, 0u32..6), 1..600),
+            decay in prop_oneof![Just(0u64), 1u64..40],
+            thresholds in (1u64..=15, 0u64..=31),
+        ) {
+            let mut os = Os::new();
+            let m = Migration { walks: thresholds.0, dram_refs: thresholds.1, decay_interval: decay };
+            let mut t = UtopiaTable::new(&mut os.ctx(), &layout(64), 4, Some(m)).unwrap();
+            let vpn = |p: u64| Vpn(0x3_0000_0000 + p * 7);
+            let mut next_frame = 8192;
+            for p in 0..12 {
+                t.map(&mut os.ctx(), vpn(p), Pfn(next_frame), PageSize::Size4K).unwrap();
+                next_frame += 1;
+            }
+            let mut model: HashMap<u64, (u64, u64)> = HashMap::new();
+            let mut since = 0;
+            for (k, &(p, dram)) in walks.iter().enumerate() {
+                let e = model.entry(p).or_default();
+                e.0 = (e.0 + 1).min(15);
+                e.1 = (e.1 + u64::from(dram)).min(31);
+                if decay > 0 {
+                    since += 1;
+                    if since == decay {
+                        since = 0;
+                        for c in model.values_mut() {
+                            *c = (c.0 / 2, c.1 / 2);
+                        }
+                    }
+                }
+                let e = model[&p];
+                let want = e.0 >= thresholds.0 && e.1 >= thresholds.1;
+                prop_assert_eq!(t.note_walk(&mut os.ctx(), vpn(p), dram), want, "walk {}", k);
+                if want {
+                    // The OS moves the page, erasing its PTE and counters; it comes back
+                    // to the FlexSeg later with fresh ones (as an evicted page would).
+                    t.unmap(&mut os.ctx(), vpn(p), PageSize::Size4K);
+                    t.map(&mut os.ctx(), vpn(p), Pfn(next_frame), PageSize::Size4K).unwrap();
+                    next_frame += 1;
+                    model.insert(p, (0, 0));
+                }
+                for (&q, &c) in &model {
+                    prop_assert_eq!(counters(&t, &os.store, vpn(q)), c, "page {} after walk {}", q, k);
+                }
+            }
+        }
+    }
 }

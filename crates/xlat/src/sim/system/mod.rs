@@ -25,7 +25,7 @@ use crate::mmu::{
 };
 use crate::os::{AddressSpaces, Os};
 use crate::pt::store::{Prefetch, PtStore};
-use crate::pt::PtContext;
+use crate::pt::{PtContext, TableScan};
 use crate::schemes::{BuildCtx, Scheme, TableOf};
 use crate::stats::{
     CachesSnapshot, CoreSnapshot, EpochSample, FastForwardSnapshot, PerCoreSnapshot,
@@ -514,8 +514,10 @@ impl<S: Scheme> System<S> {
     }
 
     /// Hand core `c`'s walk notes to the OS (Utopia's PTE-based migration); the pages it moves
-    /// are shot down and copied from cycle `now`. Returns the cycles the core waits for that
-    /// (nothing while fast-forwarding: the moves happen, their copies take no time).
+    /// are shot down and copied from cycle `now`, and the aging passes the walks triggered
+    /// read and write the page tables after that. Returns the cycles the core waits for that
+    /// (nothing while fast-forwarding: the moves and passes happen, their memory traffic takes
+    /// no time).
     #[cold]
     fn deliver_walk_notes(&mut self, c: usize, now: u64) -> Result<u64> {
         let mut notes = std::mem::take(&mut self.cores[c].mmu.walk_notes);
@@ -525,7 +527,11 @@ impl<S: Scheme> System<S> {
         }
         // The buffer goes back, so that notes do not allocate in the steady state.
         self.cores[c].mmu.walk_notes = notes;
-        Ok(if moved { self.settle_moves(c, now) } else { 0 })
+        Ok(if moved || self.os.scan_pending() {
+            self.settle_moves(c, now)
+        } else {
+            0
+        })
     }
 
     /// Shoot down, from core `c`, the pages whose mappings the OS changed, and run the copies
@@ -538,9 +544,51 @@ impl<S: Scheme> System<S> {
         }
         if self.fast_forwarding {
             self.os.take_copies();
+            self.os.take_scan(&mut TableScan::default());
             return cycles;
         }
-        cycles + self.copy_pages(now)
+        let copies = self.copy_pages(now);
+        let scans = if self.os.scan_pending() {
+            self.scan_tables(now + copies)
+        } else {
+            0
+        };
+        cycles + copies + scans
+    }
+
+    /// Run the page-table scans of the OS's aging passes from cycle `start`, through the
+    /// current core's caches as the kernel's loop over the entries does: every line a pass
+    /// read, and written after its read if the pass changed it, all issued at once
+    /// (as the copies are) so that the L1D's MSHRs and DRAM's banks bound them. Returns the
+    /// cycles until the last access ends, which the core waits.
+    #[cold]
+    fn scan_tables(&mut self, start: u64) -> u64 {
+        let mut scan = TableScan::default();
+        self.os.take_scan(&mut scan);
+        let mut end = start;
+        let (mut read, mut written) = (0, 0);
+        for page in &scan.pages {
+            let kind = MemKind::pt_level(page.level);
+            for line in (0..64).filter(|&l| page.read >> l & 1 == 1) {
+                let at = PhysAddr(page.frame.addr().0 + line * 64);
+                let (r, _) = self.mem.access(at, kind, false, start, Level::L1d);
+                read += 1;
+                let mut done = start + r;
+                if page.written >> line & 1 == 1 {
+                    let (w, _) = self.mem.access(at, kind, true, done, Level::L1d);
+                    written += 1;
+                    done += w;
+                }
+                end = end.max(done);
+            }
+        }
+        let aging = &mut self.os.stats.aging;
+        aging.passes += scan.passes;
+        aging.entries += scan.entries;
+        aging.lines_read += read;
+        aging.lines_written += written;
+        aging.cycles += end - start;
+        end - start
     }
 
     /// Run the copies of the pages the OS moved, from cycle `start`, through the current
