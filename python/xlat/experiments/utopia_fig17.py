@@ -122,11 +122,7 @@ class _Workloads(Mapping):
 def _scale_overrides(scale: str) -> dict:
     return {
         # The page sizes the paper ran with (§7); a mix's length stays its references'.
-        **(
-            {k: v for k, v in PAPER_RUN.items() if k.startswith("os.")}
-            if scale == "paper"
-            else {}
-        ),
+        **({k: v for k, v in PAPER_RUN.items() if k.startswith("os.")} if scale == "paper" else {}),
         "sim.cores": CORES,
         "cache.llc.size": CORES * LLC_BYTES_PER_CORE,
         # Each core warms up as long as a single-core run does.
