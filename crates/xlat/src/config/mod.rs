@@ -47,6 +47,17 @@ pub fn ways(key: String, v: u64) -> Result<()> {
     Ok(())
 }
 
+/// `v` must be a fraction from 0 to 1 (`what` says of what).
+pub fn fraction(key: String, what: &str, v: f64) -> Result<()> {
+    if !(0.0..=1.0).contains(&v) {
+        return Err(Error::config(
+            key,
+            format!("must be a fraction from 0 to 1 (of {what}), got {v}"),
+        ));
+    }
+    Ok(())
+}
+
 /// `v` must be greater than 0.
 pub fn nonzero(key: String, v: u64) -> Result<()> {
     if v == 0 {

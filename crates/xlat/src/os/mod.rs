@@ -9,7 +9,7 @@ pub mod vmm;
 
 pub use crate::mem::physmem::FrameOrder;
 pub use frames::{BuddyFrames, Eviction, FramePolicy, PageOut};
-pub use process::{MapKind, Process, Vma};
+pub use process::{per_mille, MapKind, Process, Vma};
 use process::{Paging, Thp};
 pub use swap::{SwapConfig, SwapStats};
 
@@ -176,15 +176,11 @@ impl OsConfig {
     }
 
     pub fn validate(&self, path: &str) -> Result<()> {
-        if !(0.0..=1.0).contains(&self.thp_ineligible) {
-            return Err(Error::config(
-                format!("{path}.thp_ineligible"),
-                format!(
-                    "must be a fraction in 0..=1 (of each region's 2 MiB ranges), got {}",
-                    self.thp_ineligible
-                ),
-            ));
-        }
+        crate::config::fraction(
+            format!("{path}.thp_ineligible"),
+            "each region's 2 MiB ranges",
+            self.thp_ineligible,
+        )?;
         self.physmem.validate(&format!("{path}.physmem"))?;
         self.swap.validate(&format!("{path}.swap"))?;
         self.direct_segment
@@ -703,7 +699,7 @@ impl<T: PageTable> Os<T> {
             thp: match self.cfg.thp {
                 ThpPolicy::Never => Thp::Never,
                 ThpPolicy::Always => Thp::Always {
-                    no_thp_per_mille: (self.cfg.thp_ineligible * 1000.0).round() as u16,
+                    no_thp_per_mille: process::per_mille(self.cfg.thp_ineligible),
                 },
             },
             eager: self.cfg.eager_paging,

@@ -24,6 +24,12 @@ pub enum MapKind {
     AnonMixed { no_thp_per_mille: u16 },
 }
 
+/// A fraction of ranges (a config's `thp_ineligible`) in the thousandths the ranges' hash
+/// picks by.
+pub fn per_mille(fraction: f64) -> u16 {
+    (fraction * 1000.0).round() as u16
+}
+
 impl Vma {
     /// Whether THP may back the 2 MiB range holding `vpn` with a huge page, when the OS
     /// leaves `os_no_thp_per_mille` of every thousand ranges of any region to 4 KiB pages

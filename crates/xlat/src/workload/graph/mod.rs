@@ -156,15 +156,11 @@ impl GraphKeys {
                 ),
             ));
         }
-        if !(0.0..=1.0).contains(&self.thp_ineligible) {
-            return Err(Error::config(
-                format!("{path}.thp_ineligible"),
-                format!(
-                    "must be a fraction from 0 to 1, got {}",
-                    self.thp_ineligible
-                ),
-            ));
-        }
+        crate::config::fraction(
+            format!("{path}.thp_ineligible"),
+            "the arrays' 2 MiB ranges",
+            self.thp_ineligible,
+        )?;
         super::nonzero(format!("{path}.references"), self.references)?;
         super::threads_in_range(format!("{path}.threads"), self.threads)
     }
@@ -451,8 +447,7 @@ type GraphArrays = (Array, Array, Option<Array>);
 /// `thp_ineligible` fraction of 2 MiB ranges cannot get huge pages (GraphBIG's many small
 /// allocations; ME-HPT §VII-E2: with THP its graph kernels still map most pages at 4 KiB).
 fn graph_heap(keys: &GraphKeys, pid: u16) -> SimHeap {
-    let per_mille = (keys.thp_ineligible * 1000.0).round() as u16;
-    let kind = match per_mille {
+    let kind = match crate::os::per_mille(keys.thp_ineligible) {
         0 => MapKind::Anon,
         n => MapKind::AnonMixed {
             no_thp_per_mille: n,
