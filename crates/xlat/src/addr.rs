@@ -92,6 +92,41 @@ pub enum PageSize {
     Size1G,
 }
 
+/// A set of page sizes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SizeSet(u8);
+
+impl SizeSet {
+    pub fn of(sizes: &[PageSize]) -> SizeSet {
+        SizeSet(sizes.iter().fold(0, |bits, s| bits | 1 << s.index()))
+    }
+    pub fn contains(self, size: PageSize) -> bool {
+        self.0 & (1 << size.index()) != 0
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    pub fn iter(self) -> impl Iterator<Item = PageSize> {
+        PageSize::ALL.into_iter().filter(move |&s| self.contains(s))
+    }
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+    pub fn from_bits(bits: u8) -> SizeSet {
+        SizeSet(bits & 0b111)
+    }
+    /// The sizes whose count is not zero (`counts[i]` for the size of index `i`).
+    pub fn from_counts(counts: &[u32]) -> SizeSet {
+        SizeSet(
+            counts
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .fold(0, |b, (i, _)| b | 1 << i),
+        )
+    }
+}
+
 impl PageSize {
     pub const ALL: [PageSize; 3] = [PageSize::Size4K, PageSize::Size2M, PageSize::Size1G];
 

@@ -35,42 +35,11 @@
 //! (`schemes::hashed::walker`).
 
 use super::entry::{cluster_of, page_vpn, PTES_PER_LINE};
-use crate::addr::{PageSize, Pfn, PhysAddr, Vpn};
+use crate::addr::{PageSize, Pfn, PhysAddr, SizeSet, Vpn};
 use crate::error::Result;
 use crate::pt::store::PtStore;
 use crate::pt::PtContext;
 use rustc_hash::FxHashMap;
-
-/// A set of page sizes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SizeSet(u8);
-
-impl SizeSet {
-    pub fn contains(self, size: PageSize) -> bool {
-        self.0 & (1 << size.index()) != 0
-    }
-    pub fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-    pub fn iter(self) -> impl Iterator<Item = PageSize> {
-        PageSize::ALL.into_iter().filter(move |&s| self.contains(s))
-    }
-    pub fn bits(self) -> u8 {
-        self.0
-    }
-    pub fn from_bits(bits: u8) -> SizeSet {
-        SizeSet(bits & 0b111)
-    }
-    fn from_counts(counts: &[u32]) -> SizeSet {
-        SizeSet(
-            counts
-                .iter()
-                .enumerate()
-                .filter(|(_, &n)| n > 0)
-                .fold(0, |b, (i, _)| b | 1 << i),
-        )
-    }
-}
 
 /// Most ways a mask can name (`HashedConfig::validate` keeps `ways` within it).
 pub const MAX_WAYS: usize = 8;

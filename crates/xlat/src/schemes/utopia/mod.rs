@@ -30,7 +30,7 @@ mod tests;
 
 use super::radix::RadixWalker;
 use super::{BuildCtx, Scheme, TableOf};
-use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
+use crate::addr::{PageSize, Pfn, SizeSet, VirtAddr, Vpn};
 use crate::config::HostUses;
 use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
@@ -99,6 +99,13 @@ pub struct UtopiaConfig {
     pub migrate_walks: u32,
     #[serde(default = "default_migrate_dram_refs")]
     pub migrate_dram_refs: u32,
+    /// The page sizes whose FlexSeg pages the counters migrate (default 4 KiB only). A page
+    /// of 2 MiB costs 512 times a 4 KiB page's copy and its walks save no more per walk, so
+    /// thresholds that pay for a 4 KiB copy do not pay for it; 2 MiB pages enter their
+    /// RestSeg at their fault (docs/schemes/utopia.md, "Huge pages"). The paper does not
+    /// distinguish sizes.
+    #[serde(default = "default_migrate_page_sizes")]
+    pub migrate_page_sizes: Vec<PageSize>,
     /// Decay of those counters: after every `decay_interval` FlexSeg walks of a process (a
     /// performance counter of completed walks interrupting the OS on overflow), the OS reads
     /// the next 128 leaf page-table pages of the process (256 MiB of 4 KiB mappings, in
@@ -129,6 +136,10 @@ fn default_migrate_dram_refs() -> u32 {
     31
 }
 
+fn default_migrate_page_sizes() -> Vec<PageSize> {
+    vec![PageSize::Size4K]
+}
+
 /// The decay interval, in FlexSeg walks of a process: 4 walks per page of a pass's window
 /// (65,536 pages), so that under uniform access the counters settle near 8, half the
 /// threshold (docs/schemes/utopia.md, "Migration thresholds").
@@ -157,6 +168,7 @@ impl Default for UtopiaConfig {
             cache_latency: 2,
             migrate_walks: default_migrate_walks(),
             migrate_dram_refs: default_migrate_dram_refs(),
+            migrate_page_sizes: default_migrate_page_sizes(),
             decay_interval: default_decay_interval(),
             flexseg: true,
         }
@@ -361,6 +373,7 @@ impl Scheme for Utopia {
             walks: u64::from(cfg.migrate_walks),
             dram_refs: u64::from(cfg.migrate_dram_refs),
             decay_interval: cfg.decay_interval,
+            sizes: SizeSet::of(&cfg.migrate_page_sizes),
         });
         UtopiaTable::new(pt, &layout(ctx)?, ctx.sections.radix.levels, migrate)
     }

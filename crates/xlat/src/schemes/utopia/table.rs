@@ -8,7 +8,7 @@
 //! TAR and rewrites the set's SF counter from the TAR.
 
 use super::restseg::{Layout, RestSeg, TAR_VALID};
-use crate::addr::{PageSize, Pfn, PhysAddr, VirtAddr, Vpn};
+use crate::addr::{PageSize, Pfn, PhysAddr, SizeSet, VirtAddr, Vpn};
 use crate::error::{Error, Result};
 use crate::pt::radix::{self, RadixPageTable};
 use crate::pt::store::PtStore;
@@ -86,6 +86,8 @@ pub struct Migration {
     pub walks: u64,
     pub dram_refs: u64,
     pub decay_interval: u64,
+    /// The page sizes the counters migrate (`migrate_page_sizes`).
+    pub sizes: SizeSet,
 }
 
 /// The PTE bits x86-64 leaves to software that hold the migration counters (§5.5: "the
@@ -319,7 +321,7 @@ impl PageTable for UtopiaTable {
         let Some((at, size)) = self.radix.leaf(ctx.store, vpn.addr()) else {
             return false;
         };
-        let counted = self.segs.iter().any(|ps| ps.seg.page == size);
+        let counted = m.sizes.contains(size) && self.segs.iter().any(|ps| ps.seg.page == size);
         let (mut freq, mut cost) = (0, 0);
         if counted {
             // `at` is the PTE's word: its bits 52-60 are the counters.

@@ -7,7 +7,7 @@ use super::restseg::{Layout, RestSeg};
 use super::rsw::RestSegWalker;
 use super::table::{Migration, UtopiaTable};
 use super::{RestSegConfig, UtopiaConfig};
-use crate::addr::{PageSize, Pfn, Vpn};
+use crate::addr::{PageSize, Pfn, SizeSet, Vpn};
 use crate::mem::physmem::BuddyAllocator;
 use crate::mem::{Hierarchy, Level};
 use crate::os::FramePolicy;
@@ -232,6 +232,7 @@ fn walks_count_in_the_ptes_unused_bits_until_the_page_is_costly() {
         walks: 3,
         dram_refs: 5,
         decay_interval: 0,
+        sizes: SizeSet::of(&[PageSize::Size4K]),
     };
     let mut t = UtopiaTable::new(&mut os.ctx(), &l, 4, Some(m)).unwrap();
     let (vpn, flex) = (Vpn(0x3_0000_0000), Pfn(8192));
@@ -255,6 +256,53 @@ fn walks_count_in_the_ptes_unused_bits_until_the_page_is_costly() {
         .unwrap();
     for _ in 0..20 {
         assert!(!t.note_walk(&mut os.ctx(), huge, 9));
+    }
+}
+
+#[test]
+fn the_counters_migrate_only_the_page_sizes_listed() {
+    // A layout with a 2 MiB RestSeg beside the 4 KiB one.
+    let cfg = UtopiaConfig {
+        restsegs: vec![
+            RestSegConfig {
+                bytes: 64 * 8 * 4096,
+                page: PageSize::Size4K,
+                ways: 8,
+            },
+            RestSegConfig {
+                bytes: 16 << 21,
+                page: PageSize::Size2M,
+                ways: 8,
+            },
+        ],
+        ..UtopiaConfig::default()
+    };
+    let l = Layout::new(&cfg, MEMORY, 48).unwrap();
+    let (small, huge) = (Vpn(0x3_0000_0000), Vpn(0x4_0000_0000));
+    for (sizes, huge_moves) in [
+        (vec![PageSize::Size4K], false),
+        (vec![PageSize::Size4K, PageSize::Size2M], true),
+    ] {
+        let mut os = Os::new();
+        let m = Migration {
+            walks: 2,
+            dram_refs: 2,
+            decay_interval: 0,
+            sizes: SizeSet::of(&sizes),
+        };
+        let mut t = UtopiaTable::new(&mut os.ctx(), &l, 4, Some(m)).unwrap();
+        t.map(&mut os.ctx(), small, Pfn(8192), PageSize::Size4K)
+            .unwrap();
+        t.map(&mut os.ctx(), huge, Pfn(1 << 17), PageSize::Size2M)
+            .unwrap();
+        assert!(!t.note_walk(&mut os.ctx(), small, 1));
+        assert!(t.note_walk(&mut os.ctx(), small, 1), "{sizes:?}");
+        assert!(!t.note_walk(&mut os.ctx(), huge, 1));
+        assert_eq!(t.note_walk(&mut os.ctx(), huge, 1), huge_moves, "{sizes:?}");
+        // An unlisted size's PTE keeps its counters at zero.
+        let (at, _) = t.radix.leaf(&os.store, huge.addr()).unwrap();
+        let counted = (os.store.read(at) >> 52) & 0xf;
+        assert_eq!(counted, if huge_moves { 2 } else { 0 });
     }
 }
 
@@ -427,6 +475,7 @@ fn aging_table(os: &mut Os, decay: u64, pages: u64) -> (UtopiaTable, Vec<Vpn>) {
         walks: 15,
         dram_refs: 31,
         decay_interval: decay,
+        sizes: SizeSet::of(&[PageSize::Size4K]),
     };
     let mut t = UtopiaTable::new(&mut os.ctx(), &layout(64), 4, Some(m)).unwrap();
     let vpns: Vec<Vpn> = (0..pages).map(|i| Vpn(0x3_0000_0000 + i)).collect();
@@ -605,7 +654,12 @@ mod decay_model {
             thresholds in (1u64..=15, 0u64..=31),
         ) {
             let mut os = Os::new();
-            let m = Migration { walks: thresholds.0, dram_refs: thresholds.1, decay_interval: decay };
+            let m = Migration {
+                walks: thresholds.0,
+                dram_refs: thresholds.1,
+                decay_interval: decay,
+                sizes: SizeSet::of(&[PageSize::Size4K]),
+            };
             let mut t = UtopiaTable::new(&mut os.ctx(), &layout(64), 4, Some(m)).unwrap();
             let vpn = |p: u64| Vpn(0x3_0000_0000 + p * 7);
             let mut next_frame = 8192;
