@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
 import matplotlib.image
+import pandas as pd
 import pytest
 
 import xlat
@@ -79,12 +81,28 @@ def test_reproduction_at_tiny_scale(reproduction_id: str, tiny_reproduction) -> 
         assert outcome.direction_holds, outcome.direction
     else:
         assert f"(marked not shown at tiny scale: {reason})" in markdown
+        # The mark stands only while its measured cause does.
+        assert outcome.stale_mark is None, outcome.stale_mark
+        assert "STALE MARK" not in markdown
     # Re-running finds every run finished: nothing is simulated twice.
     again = experiments.reproduce(
         reproduction_id, scale="tiny", out=outcome.out.parent, jobs=2, progress=False
     )
     assert again.comparison.equals(table)
     assert again.direction == outcome.direction
+
+
+def test_a_mark_needs_a_measured_cause_and_says_when_it_is_gone(tmp_path: Path) -> None:
+    rep = experiments.get("utopia-fig11-16")
+    with pytest.raises(ValueError, match="without a not_shown_cause"):
+        experiments.register(dataclasses.replace(rep, id="no-cause", not_shown_cause=None))
+    # A cause that is gone is printed beside the verdict.
+    gone = dataclasses.replace(rep, not_shown_cause=lambda df, scale: "measured otherwise")
+    stale = experiments.registry._stale_mark(gone, "tiny", pd.DataFrame())
+    verdict = experiments.registry._direction_verdict(gone, "tiny", False, stale)
+    assert verdict.endswith("[STALE MARK: its cause is no longer measured: measured otherwise]")
+    # An unmarked scale has no cause to check.
+    assert experiments.registry._stale_mark(gone, "paper", pd.DataFrame()) is None
 
 
 @pytest.mark.parametrize("scale", experiments.SCALES)

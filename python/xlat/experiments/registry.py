@@ -138,6 +138,12 @@ class Reproduction:
     """Scale -> why our model does not show ``direction`` at that scale (e.g. footprints far
     below the paper's). The reason is printed with the verdict, so a reader sees that the
     verdict is expected rather than a regression."""
+    not_shown_cause: Callable[[pd.DataFrame, str], str | None] | None = None
+    """The measured cause of every ``direction_not_shown`` mark, checked on each run of a
+    marked scale: ``(frame analyse took, scale) -> None`` while the cause is there, or what
+    was measured instead. Every marked reproduction has one, so a mark whose cause goes away
+    (a model change makes translation matter at tiny scale, say) is printed as stale beside
+    the verdict, and fails the tiny-scale test, instead of hiding a verdict that changed."""
     expected_failure: Callable[[str, str, str], str | None] | None = None
     """A failure the paper reports too: ``(label, workload, error) -> reason``, or ``None`` for
     an error of ours. Such a run did not finish, as in the paper: its values are n/a and the
@@ -159,6 +165,9 @@ class Outcome:
     """Whether this run shows the reproduction's direction."""
     direction: str
     """The verdict as printed: "direction: <claim> — holds / does not hold (<reason>)"."""
+    stale_mark: str | None = None
+    """At a scale marked not shown: what was measured where the mark's cause should be, if it
+    is no longer there (:attr:`Reproduction.not_shown_cause`); ``None`` otherwise."""
     unfinished: list[str] = field(default_factory=list)
     """Runs that failed as the paper's did (:attr:`Reproduction.expected_failure`), each as
     "label on workload: error; reason"."""
@@ -170,6 +179,12 @@ _REGISTRY: dict[str, Reproduction] = {}
 def register(reproduction: Reproduction) -> Reproduction:
     if reproduction.id in _REGISTRY:
         raise ValueError(f"reproduction {reproduction.id!r} registered twice")
+    if reproduction.direction_not_shown and reproduction.not_shown_cause is None:
+        raise ValueError(
+            f"reproduction {reproduction.id!r} marks its direction not shown at "
+            f"{', '.join(reproduction.direction_not_shown)} scale without a not_shown_cause "
+            "that checks the mark's measured cause"
+        )
     _REGISTRY[reproduction.id] = reproduction
     return reproduction
 
@@ -213,12 +228,21 @@ def ascending(*values: float, strict: bool = False, slack: float = 0.0) -> bool:
     return all(a <= b + slack for a, b in pairs)
 
 
-def _direction_verdict(rep: Reproduction, scale: str, holds: bool) -> str:
+def _stale_mark(rep: Reproduction, scale: str, df: pd.DataFrame) -> str | None:
+    """What the runs measured where the cause of ``scale``'s mark should be, if it is gone."""
+    if scale not in rep.direction_not_shown or rep.not_shown_cause is None:
+        return None
+    return rep.not_shown_cause(df, scale)
+
+
+def _direction_verdict(rep: Reproduction, scale: str, holds: bool, stale: str | None) -> str:
     """The line printed under the comparison table."""
     verdict = "holds" if holds else "does not hold"
     reason = rep.direction_not_shown.get(scale)
     if reason:
         verdict += f" (marked not shown at {scale} scale: {reason})"
+    if stale:
+        verdict += f" [STALE MARK: its cause is no longer measured: {stale}]"
     return f"direction: {rep.direction} — {verdict}"
 
 
@@ -462,7 +486,8 @@ def reproduce(
     unfinished = _expected_failures(rep, df, result.failed)
     analysis = rep.analyse(df)
     holds = bool(rep.direction_check(df, analysis.values))
-    verdict = _direction_verdict(rep, scale, holds)
+    stale = _stale_mark(rep, scale, df)
+    verdict = _direction_verdict(rep, scale, holds, stale)
     table = comparison(rep.id, analysis.values)
     write_atomic(base / "comparison.csv", table.to_csv(index=False, na_rep="n/a"))
     write_atomic(
@@ -495,7 +520,9 @@ def reproduce(
             *analysis.tables,
         ],
     )
-    return Outcome(rep, base, df, table, figures, report, analysis, holds, verdict, unfinished)
+    return Outcome(
+        rep, base, df, table, figures, report, analysis, holds, verdict, stale, unfinished
+    )
 
 
 def write_combined_report(outcomes: Sequence[Outcome], path: PathLike, scale: str) -> Path:

@@ -132,6 +132,18 @@ def _ratios(df: pd.DataFrame) -> pd.Series:
     return faults["Restrictive-only"] / flexible
 
 
+def _sets_fill_evenly(df: pd.DataFrame, _scale: str) -> str | None:
+    """The cause of the paper-scale mark: GUPS's table fills every set exactly, so the
+    restrictive mapping faults no more than the flexible one on it (within 0.1%)."""
+    gups = float(_ratios(df).get("gups", float("nan")))
+    if gups < 1.001:
+        return None
+    return (
+        f"restrictive-only faults {gups:.4f}x as often as flexible-only on GUPS (the mark "
+        "needs under 1.001x)"
+    )
+
+
 def _analyse(df: pd.DataFrame) -> Analysis:
     ok = _faults(df)
     faults = ok.pivot_table(index="workload", columns="label", values="faults")
@@ -197,6 +209,7 @@ register(
             "restrictive mapping faults 1.00002x as often; the paper's 2.2x needs pages that "
             "collide in sets, which scattered allocations give and our arrays do not",
         },
+        not_shown_cause=_sets_fill_evenly,
         # Every fault counts: pages are mapped at their first touch (no populate), and the run
         # is simulated from its first record.
         overrides={
