@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -81,6 +82,57 @@ SCALE_OVERRIDES = {"paper": PAPER_RUN}
 #: (the paper scale) those baselines start with 1 GiB of memory kept out of the 40%
 #: fragmentation, free 2 MB blocks that THP can use (RMM has its 1 GB region at every scale).
 EXTRA_HUGE_PAGES = {"paper": {"os.physmem.contiguous_bytes": 1 << 30}}
+
+
+def proportioned(preset: str, divisor: int) -> dict[str, Any]:
+    """Keys that run ``preset`` as §7 ran it (``PAPER_RUN``'s page sizes) on Table 1's machine
+    with every capacity that translation depends on divided by ``divisor``: the TLBs, PWCs,
+    caches, RestSegs with their SF and TAR caches, the POM-TLB and the baselines' extra 2 MB
+    pages. Footprints divided by the same number (``PAPER_FOOTPRINTS``, see
+    :func:`proportioned_footprint`) then keep the paper's ratios of data to TLB reach, of
+    page tables to caches and of data to RestSeg, at a size a test can run. The DRAM, the
+    core and the latencies stay as they are. Associativities stay where the smaller structure
+    still has a set of them; the RestSegs go to 8 ways, since a set's tags must fit a line and
+    fewer sets mean longer tags (§5.2)."""
+    if divisor < 1 or divisor & (divisor - 1) or divisor > 32:
+        raise ValueError(f"divisor must be a power of two in 1..32, got {divisor}")
+    keys: dict[str, Any] = {
+        "os.thp": PAPER_RUN["os.thp"],
+        "os.thp_ineligible": PAPER_RUN["os.thp_ineligible"],
+        "mmu.l1tlb.4k.entries": max(4, 64 // divisor),
+        "mmu.l1tlb.2m.entries": max(4, 32 // divisor),
+        "mmu.l2tlb.unified.entries": 1536 // divisor,
+        "mmu.l2tlb.unified.ways": 12 if divisor <= 16 else 6,
+        "schemes.radix.pwc.entries": max(1, 32 // divisor),
+        "schemes.radix.pwc.ways": max(1, 32 // divisor),
+        "cache.l1d.size": 32768 // divisor,
+        "cache.l2.size": (1 << 20) // divisor,
+        "cache.llc.size": (2 << 20) // divisor,
+    }
+    if preset == "utopia":
+        ways = 16 if divisor == 1 else 8
+        segment = (512 << 20) // divisor
+        keys["schemes.utopia.restsegs"] = [
+            {"bytes": segment, "page": "4K", "ways": ways},
+            # At least one set of 2 MB pages.
+            {"bytes": max(segment, ways << 21), "page": "2M", "ways": ways},
+        ]
+        keys["schemes.utopia.tar_cache_bytes"] = max(64, 2048 // divisor)
+        keys["schemes.utopia.sf_cache_bytes"] = max(64, 2048 // divisor)
+    elif preset in ("baseline-radix", "utopia-ech", "pom-tlb"):
+        keys["os.physmem.contiguous_bytes"] = (1 << 30) // divisor
+    if preset == "pom-tlb":
+        keys["schemes.pom_tlb.entries"] = 65536 // divisor
+    if preset == "utopia-ech":
+        keys["schemes.hashed.walker.pmd_cwc_entries"] = max(1, 16 // divisor)
+        keys["schemes.hashed.walker.pud_cwc_entries"] = max(1, 16 // divisor)
+    return keys
+
+
+def proportioned_footprint(workload: str, divisor: int) -> str:
+    """Table 2's footprint of ``workload`` divided by ``divisor`` (``workload.footprint``)."""
+    size = PAPER_FOOTPRINTS[workload]
+    return f"{float(size.removesuffix('GB')) * 1000 / divisor:.0f}MB"
 
 
 def _baseline(preset: str) -> System:
