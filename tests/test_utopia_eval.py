@@ -165,6 +165,29 @@ def test_at_paper_proportions_utopias_speed_up_waits_on_its_tar_cache() -> None:
     assert abs(cycles(off) / cycles(radix) - 1) < 0.01
 
 
+def test_at_paper_proportions_echs_walks_wait_on_its_cwc_reach() -> None:
+    # The mark of utopia-fig1-2 and its cause, at the paper's proportions: the PMD-CWC's
+    # entry (16 / 16) covers one 2 MiB region, so nearly every ECH walk misses it and probes
+    # every way of both page sizes (9 requests a walk against Radix's 1.9): ECH's walks are
+    # longer than Radix's (254.6 vs 234.9 cycles) and ECH is 0.922x Radix. A CWC that covers
+    # the footprint makes each walk one probe, shorter than Radix's (228.5), and ECH 1.028x.
+    radix = _proportioned_gups("baseline-radix")
+    scaled = _proportioned_gups("utopia-ech")
+    reach = _proportioned_gups("utopia-ech", **{"schemes.hashed.walker.pmd_cwc_entries": 1024})
+
+    def walk(stats: dict) -> float:
+        return stats["summary"]["avg_walk_latency"]
+
+    cwc = scaled["mmu"]["cwc"]["pmd"]
+    assert cwc["misses"] > 0.9 * (cwc["hits"] + cwc["misses"]), cwc
+    assert walk(scaled) > walk(radix)
+    assert radix["summary"]["cycles"] < scaled["summary"]["cycles"]
+    assert reach["mmu"]["cwc"]["pmd"]["misses"] == 0
+    assert reach["walk"]["refs"]["total"] == reach["walk"]["walks"]
+    assert walk(reach) < walk(radix)
+    assert radix["summary"]["cycles"] > reach["summary"]["cycles"]
+
+
 #: The reproductions of Table 2's workloads on the systems of §8.
 SECTION_8_REPRODUCTIONS = (
     "utopia-fig1-2",
