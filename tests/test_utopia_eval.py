@@ -115,7 +115,9 @@ def _proportioned_gups(preset: str, **keys: object) -> dict:
     )
 
 
-@pytest.mark.parametrize("preset", ["baseline-radix", "utopia", "utopia-ech", "pom-tlb"])
+@pytest.mark.parametrize(
+    "preset", ["baseline-radix", "utopia", "utopia-ech", "pom-tlb", "perfect-tlb"]
+)
 def test_the_proportioned_machine_divides_table_1s_capacities(preset: str) -> None:
     def resolved(keys: dict) -> dict:
         return tomllib.loads(api.resolve_config(preset, "gups", overrides=keys))

@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     utopia_fig6,
     utopia_fig17,
     utopia_tar_cache,
+    utopia_thp,
 )
 from .registry import (
     SCALES,
