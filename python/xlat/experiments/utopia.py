@@ -498,12 +498,12 @@ register(
         scale_overrides=SCALE_OVERRIDES,
         analyse=_analyse_headroom,
         # A perfect TLB is rarely slower, so the claim is its size: translation costs Radix
-        # at least 10% on average (the paper: 30%).
+        # at least half the paper's 30% on average.
         direction="A perfect TLB (P-TLB) is faster than Radix on every workload and by at least "
-        "10% on average (paper: +30%)",
+        "15% on average, half the paper's +30%",
         direction_check=lambda df, v: (
             ascending(1.0, _speedups(df, "P-TLB").min(), strict=True)
-            and ascending(1.1, v["ptlb_speedup_avg"])
+            and ascending(1.15, v["ptlb_speedup_avg"])
         ),
         direction_not_shown={
             "tiny": "at tiny footprints most workloads' translations hit in the TLBs and PWCs: "
