@@ -45,6 +45,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         include_str!("../../../../python/xlat/presets/champsim.toml"),
     ),
     (
+        "gandhi-native",
+        include_str!("../../../../python/xlat/presets/gandhi-native.toml"),
+    ),
+    (
         "virt-4k4k",
         include_str!("../../../../python/xlat/presets/virt-4k4k.toml"),
     ),
