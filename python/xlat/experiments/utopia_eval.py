@@ -603,6 +603,7 @@ def _fig9_scale_overrides(scale: str) -> dict:
             "cache_latency": 2,
             "migrate_walks": 15,
             "migrate_dram_refs": 31,
+            "migrate_page_sizes": ["4K"],
             "decay_interval": 262144,
         },
     }

@@ -111,6 +111,7 @@ def _scale_overrides(scale: str) -> dict:
             # PTE-based migration moves FlexSeg pages in; there are none (nor counters to age).
             "migrate_walks": 0,
             "migrate_dram_refs": 4,
+            "migrate_page_sizes": ["4K"],
             "decay_interval": 0,
         },
     }
