@@ -64,6 +64,8 @@ pub mod stream {
     pub const HOST_FRAGMENTATION: u64 = 5;
     /// The order of a shuffled free list of frames (`os.physmem.frame_order = "shuffled"`).
     pub const FRAME_ORDER: u64 = 6;
+    /// Address-space layout randomisation (`os.aslr`).
+    pub const LAYOUT: u64 = 7;
 }
 
 #[cfg(test)]

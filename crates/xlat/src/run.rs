@@ -401,6 +401,7 @@ pub fn workloads_at(footprint: Option<&str>) -> Result<Vec<WorkloadInfo>> {
         let footprint_bytes = (0..os.processes())
             .filter_map(|pid| os.vmas(pid as u16).ok())
             .flatten()
+            .filter(|v| v.role.is_data())
             .map(|v| (v.end.0 - v.start.0) * 4096)
             .sum();
         let mut table = toml::Table::new();

@@ -136,7 +136,9 @@ fn cores_have_their_own_tlbs() {
 fn a_shootdown_reaches_every_core_that_ran_the_process() {
     let mut sim = system(2, 1, |va| vec![rec(va, 0, 0), rec(va, 0, 1)]);
     sim.run(&mut |_, _| Ok(())).unwrap();
-    let region = sim.address_spaces().vmas(0).unwrap()[0].start.addr();
+    let vmas = sim.address_spaces().vmas(0).unwrap();
+    let mapping = vmas.iter().find(|v| v.role == xlat::os::Region::Mmap);
+    let region = mapping.unwrap().start.addr();
     let gone = sim.address_spaces().munmap(0, region, 4096).unwrap();
     sim.shootdown(0, &gone);
     let j = json(&sim.stats());

@@ -42,15 +42,17 @@ fn config(name: &str, keys: &[&str], threads: u32, seed: u64) -> xlat::SimConfig
     xlat::SimConfig::load("baseline-radix", &ov).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-/// The records of a run, and the VMAs (page ranges) of its process.
+/// The records of a run, and the data VMAs (page ranges) of its process.
 fn run(cfg: &xlat::SimConfig) -> (Vec<Record>, Vec<(u64, u64)>) {
     let mut os = xlat::sim::boot_os(cfg).unwrap();
     let mut source = xlat::workload::build(&cfg.workload, os.as_mut(), cfg.seed).unwrap();
     let all = common::kernel_records(source.as_mut());
+    // Its data: a thread's stack is the threads' own (the generators do not touch stacks).
     let vmas = os
         .vmas(0)
         .unwrap()
         .iter()
+        .filter(|v| v.role.is_data())
         .map(|v| (v.start.0, v.end.0))
         .collect();
     (all, vmas)

@@ -3,12 +3,14 @@
 //! every process against which `verify` checks each translation.
 
 mod frames;
+pub mod layout;
 mod process;
 mod swap;
 pub mod vmm;
 
 pub use crate::mem::physmem::FrameOrder;
 pub use frames::{BuddyFrames, Eviction, FramePolicy, PageOut};
+pub use layout::{LayoutKind, Region};
 pub use process::{per_mille, MapKind, Process, Vma};
 use process::{Paging, Thp};
 pub use swap::{SwapConfig, SwapStats};
@@ -78,6 +80,21 @@ pub struct OsConfig {
     /// Direct segments for primary regions (`[os.direct_segment]`; off by default).
     #[serde(default, skip_serializing_if = "DirectSegmentConfig::is_off")]
     pub direct_segment: DirectSegmentConfig,
+    /// Where a process's regions go (`os::layout`): `linux` (default), x86-64 Linux's layout
+    /// (binary and brk heap, shared libraries and mappings top-down below `mmap_base`, stacks
+    /// at the top); `packed`, every region upward from 16 TiB with 2 MiB gaps.
+    #[serde(default)]
+    pub layout: LayoutKind,
+    /// Address-space layout randomisation under the `linux` layout (on by default, as on
+    /// Linux): the binary's base, the stack's top, `mmap_base` and the brk start are drawn from
+    /// the run's seed and the pid, so the same seed gives the same layout. Off: Linux's fixed
+    /// addresses (`setarch -R`).
+    #[serde(default = "default_aslr")]
+    pub aslr: bool,
+}
+
+fn default_aslr() -> bool {
+    true
 }
 
 /// `[os.direct_segment]`: the OS support of direct segments (Basu et al. ISCA'13; Gandhi et
@@ -471,7 +488,14 @@ impl<T: PageTable> Os<T> {
         };
         let pt = (self.new_table)(&mut ctx, pid)?;
         let va57 = pt.va_bits() == 57;
-        self.processes.push(Process::new(pid, pt, va57));
+        self.processes.push(Process::new(
+            pid,
+            pt,
+            va57,
+            self.cfg.layout,
+            self.cfg.aslr,
+            self.seed,
+        ));
         self.back_allocations()?;
         if let Some(v) = &mut self.vmm {
             v.shadow_spawn(pid)?;
@@ -602,6 +626,17 @@ impl<T: PageTable> Os<T> {
         self.segments.ballooned_frames += frames;
         self.segments.balloon_cycles += frames * self.cfg.direct_segment.balloon_cycles_per_page;
         Some(start.0)
+    }
+
+    /// Grow `pid`'s brk heap by `bytes` (glibc's main arena asking for more memory); returns
+    /// where the new memory starts, or `None` under a layout without a brk heap (`packed`).
+    pub fn sbrk(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<Option<VirtAddr>> {
+        self.process_mut(pid)?.sbrk(bytes, kind)
+    }
+
+    /// `pid` starts a thread: its stack is mapped (under a layout that models stacks).
+    pub fn start_thread(&mut self, pid: u16) -> Result<()> {
+        self.process_mut(pid)?.thread_stack().map(|_| ())
     }
 
     /// Map the whole user address space as one anonymous region: how trace-driven processes,
@@ -1038,6 +1073,11 @@ pub trait AddressSpaces {
     fn spawn(&mut self) -> Result<u16>;
     /// Reserve `bytes` of virtual address space (no physical memory until first touch).
     fn mmap(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<VirtAddr>;
+    /// Grow the brk heap by `bytes`: where the new memory starts, or `None` when the layout
+    /// has no brk heap (`os.layout = "packed"`; a `malloc` then takes `mmap`ed arenas).
+    fn sbrk(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<Option<VirtAddr>>;
+    /// The program starts a thread (its stack is mapped where the layout models stacks).
+    fn start_thread(&mut self, pid: u16) -> Result<()>;
     /// Map every page of `[va, va+bytes)` now (an initialisation loop or `MAP_POPULATE`).
     fn populate(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<()>;
     /// Make the whole user address space demand-paged (trace-driven processes).
@@ -1058,6 +1098,12 @@ impl<T: PageTable> AddressSpaces for Os<T> {
     }
     fn mmap(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<VirtAddr> {
         Os::mmap(self, pid, bytes, kind)
+    }
+    fn sbrk(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<Option<VirtAddr>> {
+        Os::sbrk(self, pid, bytes, kind)
+    }
+    fn start_thread(&mut self, pid: u16) -> Result<()> {
+        Os::start_thread(self, pid)
     }
     fn populate(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<()> {
         Os::populate(self, pid, va, bytes)
@@ -1159,6 +1205,8 @@ pub(crate) mod testing {
             shootdown_ipi_cycles: 0,
             swap: SwapConfig::default(),
             direct_segment: DirectSegmentConfig::default(),
+            layout: LayoutKind::Linux,
+            aslr: true,
         }
     }
 

@@ -1,5 +1,6 @@
 //! A simulated process: its VMAs, its page table, and the ground truth of what it has mapped.
 
+use super::layout::{self, LayoutKind, LinuxLayout, Region};
 use super::{FaultStats, FramePolicy};
 use crate::addr::{page_rounded, PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
@@ -91,17 +92,30 @@ pub struct Vma {
     /// The whole user address space of a trace-driven process (`map_everything`), not an
     /// allocation: eager paging leaves it demand-paged, as populating it would take all memory.
     pub catch_all: bool,
+    /// What the region holds (binary, heap, stack, a mapping...).
+    pub role: Region,
 }
 
-/// Where `mmap` starts placing regions (16 TiB), far from null and below the 47-bit limit.
+/// Where `os.layout = "packed"` starts placing regions (16 TiB), far from null and below the
+/// 47-bit limit.
 const MMAP_BASE: u64 = 0x1000_0000_0000;
-const USER_TOP: u64 = 0x7fff_ffff_f000;
+const USER_TOP: u64 = layout::TASK_SIZE;
+
+/// How a process places its regions (`os.layout`).
+#[derive(Clone, Copy, Debug)]
+enum Placement {
+    /// Upward from `MMAP_BASE`, a 2 MiB gap after each region: `next` is where the next may
+    /// start.
+    Packed { next: u64 },
+    /// Linux's layout, with the program break `brk` (the brk heap's end).
+    Linux { layout: LinuxLayout, brk: u64 },
+}
 
 pub struct Process<T: PageTable> {
     pub pid: u16,
     pub pt: T,
     vmas: BTreeMap<u64, Vma>,
-    next_va: u64,
+    place: Placement,
     va_limit: u64,
     /// Ground truth per page size: page number at that size → first frame.
     truth: [FxHashMap<u64, Pfn>; 3],
@@ -121,24 +135,46 @@ pub struct Process<T: PageTable> {
     /// The primary region's window of virtual addresses `(next, end)`: large mappings go
     /// there one after the other, so that one segment can grow to map them all.
     primary: Option<(u64, u64)>,
+    /// The whole window `(start, end)` set aside for the primary region under the Linux
+    /// layout, which other mappings stay out of.
+    window: Option<(u64, u64)>,
 }
 
 /// Virtual addresses set aside for a primary region (1 TiB); other mappings go above it.
 const PRIMARY_WINDOW: u64 = 1 << 40;
 
 impl<T: PageTable> Process<T> {
-    /// `va57`: the page table translates 57-bit virtual addresses (5-level radix).
-    pub(super) fn new(pid: u16, pt: T, va57: bool) -> Process<T> {
+    /// `va57`: the page table translates 57-bit virtual addresses (5-level radix). `layout`
+    /// places the regions; under the Linux layout the process starts as `exec` and the dynamic
+    /// loader leave it (binary, main stack, shared libraries), placed with `aslr` from `seed`.
+    pub(super) fn new(
+        pid: u16,
+        pt: T,
+        va57: bool,
+        layout: LayoutKind,
+        aslr: bool,
+        seed: u64,
+    ) -> Process<T> {
         let va_limit = if va57 {
             0x00ff_ffff_ffff_f000
         } else {
             USER_TOP
         };
-        Process {
+        let place = match layout {
+            LayoutKind::Packed => Placement::Packed { next: MMAP_BASE },
+            LayoutKind::Linux => {
+                let layout = LinuxLayout::new(aslr, seed, pid);
+                Placement::Linux {
+                    layout,
+                    brk: layout.brk_start,
+                }
+            }
+        };
+        let mut p = Process {
             pid,
             pt,
             vmas: BTreeMap::new(),
-            next_va: MMAP_BASE,
+            place,
             va_limit,
             truth: Default::default(),
             small_in_2m: FxHashMap::default(),
@@ -147,7 +183,29 @@ impl<T: PageTable> Process<T> {
             swapped: Default::default(),
             segment: None,
             primary: None,
+            window: None,
+        };
+        if let Placement::Linux { layout, .. } = place {
+            for (start, len, role) in layout.fixed_regions() {
+                p.insert_vma(start, start + len, MapKind::Anon, role);
+            }
+            for &len in LinuxLayout::libraries() {
+                // File-backed: not aligned for THP. The user space has room for them.
+                let _ = p.place(len, 4096, MapKind::Anon, Region::Library);
+            }
         }
+        p
+    }
+
+    fn insert_vma(&mut self, start: u64, end: u64, kind: MapKind, role: Region) {
+        let vma = Vma {
+            start: VirtAddr(start).vpn(),
+            end: VirtAddr(end).vpn(),
+            kind,
+            catch_all: false,
+            role,
+        };
+        self.vmas.insert(vma.start.0, vma);
     }
 
     pub fn vmas(&self) -> impl Iterator<Item = &Vma> {
@@ -165,33 +223,90 @@ impl<T: PageTable> Process<T> {
         }
         // Large regions are aligned to the huge-page size so THP can back them (Linux aligns
         // anonymous mappings of 2 MiB and more the same way since 6.7).
-        let align = match kind {
-            MapKind::Huge1G => PageSize::Size1G.bytes(),
-            MapKind::Anon | MapKind::AnonMixed { .. } if bytes >= PageSize::Size2M.bytes() => {
-                PageSize::Size2M.bytes()
-            }
-            MapKind::Anon | MapKind::AnonMixed { .. } => 4096,
-        };
-        let start = self.next_va.div_ceil(align) * align;
+        self.place(bytes, layout::alignment(bytes, kind), kind, Region::Mmap)
+    }
+
+    /// Place a region of `bytes` (rounded up to pages) aligned to `align`, as the layout does.
+    fn place(&mut self, bytes: u64, align: u64, kind: MapKind, role: Region) -> Result<VirtAddr> {
         let len = page_rounded(bytes);
-        let end = start
-            .checked_add(len)
-            .filter(|&e| e <= self.va_limit)
-            .ok_or_else(|| {
-                Error::Workload(format!(
-                    "mmap of {bytes} bytes exhausts the virtual address space"
-                ))
-            })?;
-        // One 2 MiB guard gap between regions, as unmapped holes separate real mappings.
-        self.next_va = end + PageSize::Size2M.bytes();
-        let vma = Vma {
-            start: VirtAddr(start).vpn(),
-            end: VirtAddr(end).vpn(),
-            kind,
-            catch_all: false,
+        let exhausted = || {
+            Error::Workload(format!(
+                "mmap of {bytes} bytes exhausts the virtual address space"
+            ))
         };
-        self.vmas.insert(vma.start.0, vma);
+        let start = match &mut self.place {
+            Placement::Packed { next } => {
+                let start = next.div_ceil(align) * align;
+                let end = start
+                    .checked_add(len)
+                    .filter(|&e| e <= self.va_limit)
+                    .ok_or_else(exhausted)?;
+                // One 2 MiB guard gap between regions, as unmapped holes separate real
+                // mappings.
+                *next = end + PageSize::Size2M.bytes();
+                start
+            }
+            Placement::Linux { layout, .. } => {
+                layout::top_down(&self.vmas, self.window, len, align, 0, layout.mmap_base)
+                    .ok_or_else(exhausted)?
+            }
+        };
+        self.insert_vma(start, start + len, kind, role);
         Ok(VirtAddr(start))
+    }
+
+    /// Grow the brk heap by `bytes` (rounded up to pages), as `sbrk` does; returns the old
+    /// program break, where the new memory starts. `None` under a layout without a brk heap
+    /// (`packed`). Memory of another `kind` than the heap's top gets a VMA of its own.
+    pub(super) fn sbrk(&mut self, bytes: u64, kind: MapKind) -> Result<Option<VirtAddr>> {
+        let Placement::Linux { brk, .. } = self.place else {
+            return Ok(None);
+        };
+        if bytes == 0 {
+            return Ok(Some(VirtAddr(brk)));
+        }
+        let new = brk + page_rounded(bytes);
+        let below = self
+            .vmas
+            .range(..new >> 12)
+            .next_back()
+            .map(|(_, v)| *v)
+            .filter(|v| v.end.addr().0 > brk);
+        let in_window = self.window.is_some_and(|(s, e)| s < new && brk < e);
+        if below.is_some() || in_window || new > self.va_limit {
+            return Err(Error::Workload(format!(
+                "brk of pid {} cannot grow by {bytes} bytes past {:#x}: a mapping is in the way",
+                self.pid, brk
+            )));
+        }
+        let top = self.vmas.range(..brk >> 12).next_back().map(|(_, v)| *v);
+        match top {
+            Some(v) if v.role == Region::Heap && v.end.addr().0 == brk && v.kind == kind => {
+                self.vmas.insert(
+                    v.start.0,
+                    Vma {
+                        end: VirtAddr(new).vpn(),
+                        ..v
+                    },
+                );
+            }
+            _ => self.insert_vma(brk, new, kind, Region::Heap),
+        }
+        if let Placement::Linux { brk: b, .. } = &mut self.place {
+            *b = new;
+        }
+        Ok(Some(VirtAddr(brk)))
+    }
+
+    /// Map a new thread's stack, as glibc's `pthread_create` does (an 8 MiB mapping, its
+    /// guard page included); `None` under a layout without stacks (`packed`).
+    pub(super) fn thread_stack(&mut self) -> Result<Option<VirtAddr>> {
+        if let Placement::Packed { .. } = self.place {
+            return Ok(None);
+        }
+        let align = layout::alignment(layout::STACK_LIMIT, MapKind::Anon);
+        self.place(layout::STACK_LIMIT, align, MapKind::Anon, Region::Stack)
+            .map(Some)
     }
 
     /// Map `bytes` in the primary region (Basu et al.'s abstraction for big-memory data):
@@ -199,16 +314,35 @@ impl<T: PageTable> Process<T> {
     /// contiguous. The first call sets the window aside.
     pub(super) fn mmap_primary(&mut self, bytes: u64, kind: MapKind) -> Result<VirtAddr> {
         let len = page_rounded(bytes);
+        let huge = PageSize::Size2M.bytes();
         let (next, end) = match self.primary {
             Some(w) => w,
             None => {
-                let start =
-                    self.next_va.div_ceil(PageSize::Size2M.bytes()) * PageSize::Size2M.bytes();
+                let start = match self.place {
+                    Placement::Packed { next } => next.div_ceil(huge) * huge,
+                    Placement::Linux { layout, .. } => {
+                        let at = layout::top_down(
+                            &self.vmas,
+                            None,
+                            PRIMARY_WINDOW,
+                            huge,
+                            0,
+                            layout.mmap_base,
+                        );
+                        match at {
+                            Some(at) => at,
+                            None => return self.mmap(bytes, kind),
+                        }
+                    }
+                };
                 let end = start + PRIMARY_WINDOW;
                 if end > self.va_limit {
                     return self.mmap(bytes, kind);
                 }
-                self.next_va = end + PageSize::Size2M.bytes();
+                match &mut self.place {
+                    Placement::Packed { next } => *next = end + huge,
+                    Placement::Linux { .. } => self.window = Some((start, end)),
+                }
                 (start, end)
             }
         };
@@ -216,25 +350,27 @@ impl<T: PageTable> Process<T> {
             return self.mmap(bytes, kind);
         }
         self.primary = Some((next + len, end));
-        let vma = Vma {
-            start: VirtAddr(next).vpn(),
-            end: VirtAddr(next + len).vpn(),
-            kind,
-            catch_all: false,
-        };
-        self.vmas.insert(vma.start.0, vma);
+        self.insert_vma(next, next + len, kind, Region::Mmap);
         Ok(VirtAddr(next))
     }
 
+    /// Make the whole user space one demand-paged region (a trace's process): what the
+    /// layout put there before goes, since the trace's own addresses say where its regions are.
     pub(super) fn map_everything(&mut self) {
+        self.vmas.clear();
+        self.primary = None;
+        self.window = None;
         let vma = Vma {
             start: Vpn(1), // page 0 stays unmapped, as null
             end: VirtAddr(self.va_limit).vpn(),
             kind: MapKind::Anon,
             catch_all: true,
+            role: Region::Mmap,
         };
         self.vmas.insert(vma.start.0, vma);
-        self.next_va = self.va_limit;
+        if let Placement::Packed { next } = &mut self.place {
+            *next = self.va_limit;
+        }
     }
 
     pub fn vma_of(&self, vpn: Vpn) -> Option<&Vma> {

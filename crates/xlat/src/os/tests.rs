@@ -1,5 +1,5 @@
 //! Eager paging: the first fault in a VMA backs all of it with consecutive frames; memory kept
-//! contiguous through fragmentation injection.
+//! contiguous through fragmentation injection. The address-space layouts (`os.layout`).
 
 use super::testing::{config, radix_os};
 use super::*;
@@ -194,7 +194,7 @@ fn mixed_regions_leave_a_share_of_ranges_to_4k_pages_under_thp() {
         "about 30% of ranges on 4 KiB: {share}"
     );
     // The same ranges every time: the choice is a function of the range.
-    let vma = os.process(pid).unwrap().vmas().next().copied().unwrap();
+    let vma = *os.process(pid).unwrap().vma_of(va.vpn()).unwrap();
     let ineligible = (0..ranges)
         .filter(|r| !vma.thp_eligible(VirtAddr(va.0 + (r << 21)).vpn(), 0))
         .count() as u64;
@@ -405,4 +405,280 @@ fn without_swap_a_full_memory_is_an_error_naming_the_swap_key() {
         .expect("memory runs out")
         .to_string();
     assert!(e.contains("os.swap.enabled"), "{e}");
+}
+
+// ---- Address-space layouts (`os.layout`, `os.aslr`) ----
+
+fn layout_os(layout: LayoutKind, aslr: bool, seed: u64) -> Os<RadixPageTable> {
+    let mut cfg = config(64);
+    cfg.layout = layout;
+    cfg.aslr = aslr;
+    radix_os(&cfg, seed)
+}
+
+fn vmas_of(os: &Os<RadixPageTable>, pid: u16) -> Vec<Vma> {
+    os.process(pid).unwrap().vmas().copied().collect()
+}
+
+fn span(v: &Vma) -> (u64, u64) {
+    (v.start.addr().0, v.end.addr().0)
+}
+
+fn no_overlaps(vmas: &[Vma]) -> bool {
+    vmas.windows(2)
+        .all(|w| w[0].end <= w[1].start && w[0].start < w[0].end)
+}
+
+#[test]
+fn linux_mmaps_go_top_down_below_mmap_base_with_no_gaps() {
+    let mut os = layout_os(LayoutKind::Linux, true, 11);
+    let pid = os.spawn().unwrap();
+    let l = layout::LinuxLayout::new(true, 11, pid);
+    let libs: Vec<Vma> = vmas_of(&os, pid)
+        .into_iter()
+        .filter(|v| v.role == Region::Library)
+        .collect();
+    assert_eq!(libs.len(), layout::LinuxLayout::libraries().len());
+    // The loader first, right below mmap_base, the others below it back to back.
+    assert_eq!(libs.last().unwrap().end.addr().0, l.mmap_base);
+    assert!(libs.windows(2).all(|w| w[0].end == w[1].start));
+    let lowest = libs[0].start.addr().0;
+    let a = os.mmap(pid, 4096, MapKind::Anon).unwrap();
+    let b = os.mmap(pid, 100 << 10, MapKind::Anon).unwrap();
+    let c = os.mmap(pid, 12_345, MapKind::Anon).unwrap();
+    assert_eq!(a.0 + 4096, lowest, "right below the libraries");
+    assert_eq!(b.0 + (100 << 10), a.0);
+    assert_eq!(c.0 + 16384, b.0, "rounded up to pages, no gap");
+    // 2 MiB or more: aligned to 2 MiB, under the last mapping.
+    let d = os.mmap(pid, (3 << 20) + 4096, MapKind::Anon).unwrap();
+    assert_eq!(d.0 % (2 << 20), 0);
+    assert!(d.0 + (3 << 20) + 4096 <= c.0 && c.0 - (d.0 + (3 << 20) + 4096) < 2 << 20);
+    let g = os.mmap(pid, 1 << 30, MapKind::Huge1G).unwrap();
+    assert_eq!(g.0 % (1 << 30), 0);
+    assert!(g.0 + (1 << 30) <= d.0);
+    let vmas = vmas_of(&os, pid);
+    assert!(no_overlaps(&vmas));
+}
+
+#[test]
+fn linux_places_the_binary_its_heap_after_it_and_the_stack_at_the_top() {
+    let mut os = layout_os(LayoutKind::Linux, true, 5);
+    let pid = os.spawn().unwrap();
+    let l = layout::LinuxLayout::new(true, 5, pid);
+    let vmas = vmas_of(&os, pid);
+    let binary: Vec<_> = vmas.iter().filter(|v| v.role == Region::Binary).collect();
+    assert_eq!(binary[0].start.addr().0, l.binary);
+    let bss_end = binary.last().unwrap().end.addr().0;
+    let stack = vmas.iter().find(|v| v.role == Region::Stack).unwrap();
+    assert_eq!(stack.end.addr().0, l.stack_top);
+    assert!(stack.start.addr().0 > l.mmap_base && l.stack_top <= layout::TASK_SIZE);
+    // The brk heap: after the bss (randomised up to 32 MiB), growing upward in one VMA.
+    let h1 = os.sbrk(pid, 200 << 10, MapKind::Anon).unwrap().unwrap();
+    assert_eq!(h1.0, l.brk_start);
+    assert!(h1.0 >= bss_end && h1.0 < bss_end + (32 << 20));
+    let h2 = os.sbrk(pid, 4096, MapKind::Anon).unwrap().unwrap();
+    assert_eq!(h2.0, h1.0 + (200 << 10));
+    let heap: Vec<_> = vmas_of(&os, pid)
+        .into_iter()
+        .filter(|v| v.role == Region::Heap)
+        .collect();
+    assert_eq!(heap.len(), 1);
+    assert_eq!(span(&heap[0]), (h1.0, h2.0 + 4096));
+    // Threads' stacks: 8 MiB mappings in the mmap area.
+    os.start_thread(pid).unwrap();
+    let stacks: Vec<_> = vmas_of(&os, pid)
+        .into_iter()
+        .filter(|v| v.role == Region::Stack)
+        .collect();
+    assert_eq!(stacks.len(), 2);
+    assert!(stacks[0].end.addr().0 <= l.mmap_base);
+    assert_eq!(stacks[0].end.0 - stacks[0].start.0, (8 << 20) >> 12);
+    // Pages of the heap fault in like any others.
+    os.fault(pid, VirtAddr(h1.0 + 4096)).unwrap();
+}
+
+#[test]
+fn without_aslr_linux_uses_its_fixed_addresses() {
+    let mut os = layout_os(LayoutKind::Linux, false, 5);
+    let pid = os.spawn().unwrap();
+    let vmas = vmas_of(&os, pid);
+    let first = vmas[0];
+    assert_eq!(
+        (first.role, first.start.addr().0),
+        (Region::Binary, 0x5555_5555_4000)
+    );
+    let stack = vmas.iter().find(|v| v.role == Region::Stack).unwrap();
+    assert_eq!(span(stack), (0x7fff_fffd_e000, 0x7fff_ffff_f000));
+    let loader = vmas.iter().rfind(|v| v.role == Region::Library).unwrap();
+    assert_eq!(loader.end.addr().0, 0x7fff_f7ff_f000);
+    // Another seed, another pid: the same addresses.
+    let mut other = layout_os(LayoutKind::Linux, false, 6);
+    other.spawn().unwrap();
+    let pid2 = other.spawn().unwrap();
+    let a = os.mmap(pid, 1 << 20, MapKind::Anon).unwrap();
+    let b = other.mmap(pid2, 1 << 20, MapKind::Anon).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn aslr_draws_the_layout_from_the_seed_and_the_pid() {
+    let place = |seed: u64| {
+        let mut os = layout_os(LayoutKind::Linux, true, seed);
+        let p0 = os.spawn().unwrap();
+        let p1 = os.spawn().unwrap();
+        let a = os.mmap(p0, 64 << 20, MapKind::Anon).unwrap();
+        let b = os.mmap(p1, 64 << 20, MapKind::Anon).unwrap();
+        let h = os.sbrk(p0, 4096, MapKind::Anon).unwrap().unwrap();
+        (a, b, h, vmas_of(&os, p0))
+    };
+    let (a, b, h, vmas) = place(1);
+    assert_eq!((a, b, h, vmas.clone()), place(1), "same seed, same layout");
+    assert_ne!(a, b, "each process its own randomisation");
+    let (a2, _, h2, _) = place(2);
+    assert_ne!(a, a2);
+    assert_ne!(h, h2);
+}
+
+#[test]
+fn munmap_frees_a_gap_the_next_mapping_that_fits_reuses() {
+    let mut os = layout_os(LayoutKind::Linux, true, 3);
+    let pid = os.spawn().unwrap();
+    let a = os.mmap(pid, 1 << 20, MapKind::Anon).unwrap();
+    let b = os.mmap(pid, 1 << 20, MapKind::Anon).unwrap();
+    let c = os.mmap(pid, 1 << 20, MapKind::Anon).unwrap();
+    assert!(c < b && b < a);
+    os.fault(pid, b).unwrap();
+    os.munmap(pid, b, 1 << 20).unwrap();
+    // Too large for the hole: below everything.
+    let d = os.mmap(pid, 4 << 20, MapKind::Anon).unwrap();
+    assert!(d.0 + (4 << 20) <= c.0);
+    // Fits: the hole's top, the highest free gap.
+    let e = os.mmap(pid, 256 << 10, MapKind::Anon).unwrap();
+    assert_eq!(e.0 + (256 << 10), a.0);
+    assert!(no_overlaps(&vmas_of(&os, pid)));
+}
+
+#[test]
+fn the_primary_region_stays_contiguous_under_the_linux_layout() {
+    let mut cfg = config(256);
+    cfg.direct_segment.enabled = true;
+    cfg.direct_segment.min_bytes = 4 << 20;
+    let mut os = radix_os(&cfg, 9);
+    let pid = os.spawn().unwrap();
+    let a = os.mmap(pid, 8 << 20, MapKind::Anon).unwrap();
+    let small = os.mmap(pid, 64 << 10, MapKind::Anon).unwrap();
+    let b = os.mmap(pid, 16 << 20, MapKind::Anon).unwrap();
+    assert_eq!(b.0, a.0 + (8 << 20), "back to back, upward, in its window");
+    assert!(small.0 + (64 << 10) <= a.0 || small.0 >= a.0 + (1 << 40));
+    let seg = os.process(pid).unwrap().segment.as_ref().unwrap().seg;
+    assert_eq!((seg.base, seg.limit), (a.0, b.0 + (16 << 20)));
+    // The segment translates; the heap and the small mapping page as usual.
+    assert!(os
+        .process(pid)
+        .unwrap()
+        .segment_frame(VirtAddr(b.0 + 4096).vpn())
+        .is_some());
+    let h = os.sbrk(pid, 4096, MapKind::Anon).unwrap().unwrap();
+    os.fault(pid, h).unwrap();
+    os.fault(pid, small).unwrap();
+}
+
+#[test]
+fn the_packed_layout_is_the_old_placement() {
+    let mut os = layout_os(LayoutKind::Packed, true, 3);
+    let pid = os.spawn().unwrap();
+    assert!(
+        vmas_of(&os, pid).is_empty(),
+        "no binary, libraries or stack"
+    );
+    let a = os.mmap(pid, 4096, MapKind::Anon).unwrap();
+    let b = os.mmap(pid, 3 << 20, MapKind::Anon).unwrap();
+    assert_eq!(a.0, 0x1000_0000_0000);
+    assert_eq!(b.0, 0x1000_0040_0000, "a 2 MiB gap, then aligned to 2 MiB");
+    assert_eq!(os.sbrk(pid, 4096, MapKind::Anon).unwrap(), None);
+    os.start_thread(pid).unwrap();
+    assert_eq!(vmas_of(&os, pid).len(), 2);
+}
+
+#[test]
+fn a_trace_process_replaces_the_layout_with_one_demand_paged_space() {
+    let mut os = layout_os(LayoutKind::Linux, true, 3);
+    let pid = os.spawn().unwrap();
+    os.map_everything(pid).unwrap();
+    let vmas = vmas_of(&os, pid);
+    assert_eq!(vmas.len(), 1);
+    assert!(vmas[0].catch_all);
+    os.fault(pid, VirtAddr(0x5555_5555_5000)).unwrap();
+}
+
+mod layout_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Mmap(u64, bool),
+        Munmap(usize),
+        Sbrk(u64),
+        Thread,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (1u64..(12 << 20), any::<bool>()).prop_map(|(b, huge)| Op::Mmap(b, huge)),
+            2 => any::<usize>().prop_map(Op::Munmap),
+            1 => (0u64..(1 << 20)).prop_map(Op::Sbrk),
+            1 => Just(Op::Thread),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Whatever a program maps, unmaps and grows, its regions never overlap, stay in the
+        /// user space, keep their alignment and (mappings) stay below `mmap_base`.
+        #[test]
+        fn regions_never_overlap_and_stay_in_user_space(
+            ops in proptest::collection::vec(op(), 1..60),
+            seed in 0u64..1000,
+            aslr in any::<bool>(),
+            packed in any::<bool>(),
+        ) {
+            let kind = if packed { LayoutKind::Packed } else { LayoutKind::Linux };
+            let mut os = layout_os(kind, aslr, seed);
+            let pid = os.spawn().unwrap();
+            let l = layout::LinuxLayout::new(aslr, seed, pid);
+            let mut live: Vec<(VirtAddr, u64)> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Mmap(bytes, huge) => {
+                        let bytes = if huge { bytes.max(2 << 20) } else { bytes };
+                        let va = os.mmap(pid, bytes, MapKind::Anon).unwrap();
+                        let align = if bytes >= 2 << 20 { 2 << 20 } else { 4096 };
+                        prop_assert_eq!(va.0 % align, 0);
+                        if !packed {
+                            prop_assert!(va.0 + bytes <= l.mmap_base);
+                        }
+                        os.fault(pid, VirtAddr(va.0 + bytes - 1)).unwrap();
+                        live.push((va, bytes));
+                    }
+                    Op::Munmap(i) if !live.is_empty() => {
+                        let (va, bytes) = live.swap_remove(i % live.len());
+                        os.munmap(pid, va, bytes).unwrap();
+                    }
+                    Op::Munmap(_) => {}
+                    Op::Sbrk(bytes) => {
+                        if let Some(h) = os.sbrk(pid, bytes, MapKind::Anon).unwrap() {
+                            prop_assert!(h.0 >= l.brk_start);
+                        }
+                    }
+                    Op::Thread => os.start_thread(pid).unwrap(),
+                }
+                let vmas = vmas_of(&os, pid);
+                prop_assert!(no_overlaps(&vmas), "{:?}", vmas);
+                prop_assert!(vmas
+                    .iter()
+                    .all(|v| v.start.addr().0 >= 0x1_0000 && v.end.addr().0 <= layout::TASK_SIZE));
+            }
+        }
+    }
 }

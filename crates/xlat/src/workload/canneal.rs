@@ -257,7 +257,8 @@ impl Layout {
         let (w, h) = grid(n);
         Ok(Layout {
             elements: heap.array(os, n, ELEM_BYTES)?,
-            fans: heap.array(os, n * MEAN_FANS, 8)?,
+            // One small vector buffer per element and direction: `malloc`s made in turn.
+            fans: heap.objects(os, n * MEAN_FANS, 8)?,
             locations: heap.array(os, w * h, 8)?,
         })
     }

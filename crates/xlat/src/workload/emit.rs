@@ -19,7 +19,7 @@
 //! Algorithms propagate [`Stop`] with `?`: it means the reference budget is spent or the
 //! simulator stopped reading, and unwinds the algorithm cleanly.
 
-use crate::addr::VirtAddr;
+use crate::addr::{page_rounded, VirtAddr};
 use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
 use crate::trace::pipe::{pipe, PipeReceiver, PipeSender};
@@ -661,8 +661,11 @@ impl Drop for ThreadedSource {
     }
 }
 
-/// A malloc-like allocator over the simulated process's address space: large allocations get
-/// their own `mmap` (as glibc does above its mmap threshold), small ones come from arenas.
+/// A malloc-like allocator over the simulated process's address space, as glibc's: large
+/// allocations get their own `mmap` (above glibc's mmap threshold), small ones come from the
+/// main arena on the brk heap, grown by `sbrk` as it fills. Under a layout without a brk heap
+/// (`os.layout = "packed"`) small ones come from 64 MiB `mmap`ed arenas instead. Chunk headers
+/// are not modelled: consecutive small allocations are packed at their alignment.
 pub struct SimHeap {
     pid: u16,
     kind: MapKind,
@@ -674,6 +677,8 @@ pub struct SimHeap {
 /// glibc's default mmap threshold.
 const MMAP_THRESHOLD: u64 = 128 * 1024;
 const ARENA_BYTES: u64 = 64 << 20;
+/// What glibc's main arena asks `sbrk` for beyond a request (`M_TOP_PAD`'s default).
+const TOP_PAD: u64 = 128 * 1024;
 
 impl SimHeap {
     /// `populate`: map memory as it is allocated (the program initialises what it allocates
@@ -703,18 +708,49 @@ impl SimHeap {
             }
             return Ok(va);
         }
+        self.small(os, bytes, align)
+    }
+
+    /// `bytes` from the arena (the brk heap, or an `mmap`ed arena).
+    fn small(&mut self, os: &mut dyn AddressSpaces, bytes: u64, align: u64) -> Result<VirtAddr> {
         let start = self.arena_next.div_ceil(align) * align;
         if start + bytes > self.arena_end || self.arena_end == 0 {
+            // The heap grows by what the request lacks, a page multiple, plus glibc's pad.
+            let short = match self.arena_end {
+                0 => bytes + align,
+                end => (start + bytes).saturating_sub(end),
+            };
+            let grow = page_rounded(short + TOP_PAD);
+            if let Some(va) = os.sbrk(self.pid, grow, self.kind)? {
+                if va.0 != self.arena_end {
+                    // The first growth, or another heap grew the break in between.
+                    self.arena_next = va.0;
+                }
+                self.arena_end = va.0 + grow;
+                return self.small(os, bytes, align);
+            }
             let va = os.mmap(self.pid, ARENA_BYTES, self.kind)?;
             self.arena_next = va.0;
             self.arena_end = va.0 + ARENA_BYTES;
-            return self.alloc(os, bytes, align);
+            return self.small(os, bytes, align);
         }
         self.arena_next = start + bytes;
         if self.populate {
             os.populate(self.pid, VirtAddr(start), bytes)?;
         }
         Ok(VirtAddr(start))
+    }
+
+    /// `n` objects of `elem` bytes that the program allocates one by one (tree nodes, a
+    /// vertex's edge list, a netlist element's fan-out), addressed as one array: glibc serves
+    /// each small `malloc` from the main arena in turn, so on the brk heap they lie one after
+    /// the other. Under a layout without a brk heap, one allocation, as [`SimHeap::array`].
+    pub fn objects(&mut self, os: &mut dyn AddressSpaces, n: u64, elem: u64) -> Result<Array> {
+        if os.sbrk(self.pid, 0, self.kind)?.is_none() {
+            return self.array(os, n, elem);
+        }
+        let base = self.small(os, n.max(1) * elem, elem.next_power_of_two().min(4096))?;
+        Ok(Array { base, elem, len: n })
     }
 
     /// An array of `n` elements of `elem` bytes.

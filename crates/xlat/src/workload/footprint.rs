@@ -521,14 +521,18 @@ mod tests {
                 .vmas(0)
                 .unwrap()
                 .iter()
+                .filter(|v| v.role.is_data())
                 .map(|v| (v.end.0 - v.start.0) * 4096)
                 .sum();
             let formula = cfg.workload.footprint_bytes().unwrap();
             // kvstore's formula takes each slab class's expected share of the items; a run
             // draws them, so its classes may take a slab page more or fewer each.
             let drawn = if name == "kvstore" { 16 << 20 } else { 0 };
+            // Small arrays share the brk heap, without the formula's page per array (and a
+            // graph kernel's formula counts a property array or two it may not allocate).
+            let packed = formula / 16;
             assert!(
-                formula <= mapped + drawn && mapped <= formula + drawn + (64 << 20),
+                formula <= mapped + drawn + packed && mapped <= formula + drawn + (64 << 20),
                 "{name}: formula {formula}, mapped {mapped}"
             );
         }

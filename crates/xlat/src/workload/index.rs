@@ -380,8 +380,9 @@ where
     })
 }
 
-/// Fixed-size nodes preallocated in simulated memory (the benchmark's node allocator): node `i`
-/// lives at `base + i * node_bytes`; freed nodes are reused last-in first-out.
+/// Fixed-size nodes in simulated memory, each a small `malloc` made in turn (so on the brk heap,
+/// one after the other: [`SimHeap::objects`]): node `i` lives at `base + i * node_bytes`; freed
+/// nodes are reused last-in first-out.
 #[derive(Clone, Debug)]
 pub(crate) struct NodePool {
     pub array: Array,
@@ -397,7 +398,7 @@ impl NodePool {
         node_bytes: u64,
     ) -> Result<NodePool> {
         Ok(NodePool {
-            array: heap.array(os, nodes, node_bytes)?,
+            array: heap.objects(os, nodes, node_bytes)?,
             used: 0,
             free: Vec::new(),
         })

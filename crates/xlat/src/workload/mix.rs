@@ -180,9 +180,15 @@ const MAX_MEMBERS: usize = 256;
 /// Records read from a member at a time.
 const MEMBER_BATCH: usize = 4096;
 
-/// What building a member asked of the OS for memory: `mmap(pid, bytes, kind)` and the
-/// address it got, in order.
-type Maps = Vec<(u16, u64, MapKind, VirtAddr)>;
+/// What building a member asked of the OS for memory, `mmap` or `sbrk` of `(pid, bytes,
+/// kind)`, and the address it got, in order.
+type Maps = Vec<(Call, u16, u64, MapKind, Option<VirtAddr>)>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Call {
+    Mmap,
+    Sbrk,
+}
 
 /// The address spaces as a member's build sees them, noting its mappings (to restart it).
 struct Recorder<'a> {
@@ -196,8 +202,16 @@ impl AddressSpaces for Recorder<'_> {
     }
     fn mmap(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<VirtAddr> {
         let va = self.os.mmap(pid, bytes, kind)?;
-        self.maps.push((pid, bytes, kind, va));
+        self.maps.push((Call::Mmap, pid, bytes, kind, Some(va)));
         Ok(va)
+    }
+    fn sbrk(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<Option<VirtAddr>> {
+        let va = self.os.sbrk(pid, bytes, kind)?;
+        self.maps.push((Call::Sbrk, pid, bytes, kind, va));
+        Ok(va)
+    }
+    fn start_thread(&mut self, pid: u16) -> Result<()> {
+        self.os.start_thread(pid)
     }
     fn populate(&mut self, pid: u16, va: VirtAddr, bytes: u64) -> Result<()> {
         self.os.populate(pid, va, bytes)
@@ -230,6 +244,25 @@ struct Replay<'a> {
 }
 
 impl Replay<'_> {
+    /// The address the first build got for the same request, next in order.
+    fn replay(
+        &mut self,
+        call: Call,
+        pid: u16,
+        bytes: u64,
+        kind: MapKind,
+    ) -> Result<Option<VirtAddr>> {
+        match self.maps.get(self.next) {
+            Some(&(c, p, b, k, va)) if (c, p, b, k) == (call, pid, bytes, kind) => {
+                self.next += 1;
+                Ok(va)
+            }
+            _ => Err(self.differs(&format!(
+                "for other memory ({call:?} of {bytes} bytes, {kind:?})"
+            ))),
+        }
+    }
+
     fn differs(&self, what: &str) -> Error {
         Error::Workload(format!(
             "mix member `{}` cannot restart: its build asks {what}, which its first build did \
@@ -244,13 +277,14 @@ impl AddressSpaces for Replay<'_> {
         Err(self.differs("for a new process"))
     }
     fn mmap(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<VirtAddr> {
-        match self.maps.get(self.next) {
-            Some(&(p, b, k, va)) if (p, b, k) == (pid, bytes, kind) => {
-                self.next += 1;
-                Ok(va)
-            }
-            _ => Err(self.differs(&format!("for another mapping ({bytes} bytes, {kind:?})"))),
-        }
+        self.replay(Call::Mmap, pid, bytes, kind)?
+            .ok_or_else(|| self.differs("for a mapping"))
+    }
+    fn sbrk(&mut self, pid: u16, bytes: u64, kind: MapKind) -> Result<Option<VirtAddr>> {
+        self.replay(Call::Sbrk, pid, bytes, kind)
+    }
+    fn start_thread(&mut self, _: u16) -> Result<()> {
+        Ok(()) // its stack is there already
     }
     fn populate(&mut self, _: u16, _: VirtAddr, _: u64) -> Result<()> {
         Ok(())
@@ -473,7 +507,9 @@ impl RecordSource for Mix {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::testutil::{drain, small_os, stream_hash, vma_bytes};
+    // Without randomisation a member gets the addresses it gets alone in a fresh OS (with it,
+    // each process has its own layout).
+    use crate::workload::testutil::{drain, stream_hash, unrandomised_os, vma_bytes};
 
     const TWO: &str = r#"
         quantum = 5000
@@ -503,7 +539,7 @@ mod tests {
     }
 
     fn run_mix(cfg: &MixConfig, seed: u64) -> Vec<Record> {
-        let mut os = small_os();
+        let mut os = unrandomised_os();
         let mut src =
             super::super::build(&WorkloadConfig::Mix(cfg.clone()), &mut os, seed).unwrap();
         assert_eq!(os.processes(), cfg.members.len());
@@ -519,7 +555,7 @@ mod tests {
         assert_eq!(recs.iter().filter(|r| r.pid == 2).count(), 4000);
         for (i, member) in cfg.members.iter().enumerate() {
             // Standalone: the same workload alone in a fresh OS, with the member's seed.
-            let mut os = small_os();
+            let mut os = unrandomised_os();
             let mut alone = super::super::build(member, &mut os, member_seed(3, i)).unwrap();
             let alone = drain(alone.as_mut(), 1000);
             let mine: Vec<(usize, Record)> = recs
@@ -605,7 +641,7 @@ mod tests {
             table_bytes = 65536
             "#,
         );
-        let mut os = small_os();
+        let mut os = unrandomised_os();
         let mut src = super::super::build(&WorkloadConfig::Mix(cfg), &mut os, 3).unwrap();
         assert_eq!(src.roi(), Roi::NotYet);
         let recs = drain(src.as_mut(), 700);
@@ -624,7 +660,7 @@ mod tests {
         // `references` counts from the region.
         assert_eq!(recs.len(), at + 5000);
         // A mix of members without set-up is all region of interest.
-        let mut os = small_os();
+        let mut os = unrandomised_os();
         let all = super::super::build(&WorkloadConfig::Mix(mix_cfg(TWO)), &mut os, 3).unwrap();
         assert_eq!(all.roi(), Roi::At(0));
     }
@@ -632,7 +668,7 @@ mod tests {
     #[test]
     fn programs_are_handed_out_each_with_its_stream_and_restart_in_their_memory() {
         let cfg = mix_cfg(TWO);
-        let mut os = small_os();
+        let mut os = unrandomised_os();
         let mut mix = super::super::build(&WorkloadConfig::Mix(cfg.clone()), &mut os, 3).unwrap();
         let vmas: Vec<usize> = (0..3).map(|p| os.vmas(p).unwrap().len()).collect();
         let programs = mix.programs();
@@ -645,7 +681,7 @@ mod tests {
         for (i, mut p) in programs.into_iter().enumerate() {
             assert_eq!((p.pid, p.core), (i as u16, i as u8));
             // Its records are those it emits alone, with its pid and core.
-            let mut alone_os = small_os();
+            let mut alone_os = unrandomised_os();
             let mut alone =
                 super::super::build(&cfg.members[i], &mut alone_os, member_seed(3, i)).unwrap();
             let alone = drain(alone.as_mut(), 1000);
@@ -685,10 +721,10 @@ mod tests {
             populate: false,
             ..mix_cfg(TWO)
         };
-        let mut os = small_os();
+        let mut os = unrandomised_os();
         drop(super::super::build(&WorkloadConfig::Mix(cfg.clone()), &mut os, 1).unwrap());
         assert_eq!(os.stats.faults.populated, 0);
-        let mut os = small_os();
+        let mut os = unrandomised_os();
         drop(super::super::build(&WorkloadConfig::Mix(mix_cfg(TWO)), &mut os, 1).unwrap());
         assert!(os.stats.faults.populated > 0);
     }
@@ -722,7 +758,7 @@ mod tests {
         let mut cfg: MixConfig = toml::from_str("").unwrap();
         cfg.validate("workload").unwrap();
         cfg.populate = false;
-        let mut os = small_os();
+        let mut os = unrandomised_os();
         drop(super::super::build(&WorkloadConfig::Mix(cfg), &mut os, 1).unwrap());
         // GUPS' 4 GiB table and STREAM's three 256 MiB arrays.
         assert_eq!(vma_bytes(&os), (4 << 30) + 3 * (256 << 20));

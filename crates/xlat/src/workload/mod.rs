@@ -313,8 +313,23 @@ pub fn build(
     build_into(cfg, os, pid, seed)
 }
 
-/// Build one program into the existing process `pid` (a mix calls this once per member).
+/// Build one program into the existing process `pid` (a mix calls this once per member), then
+/// start its threads beyond the main one: their stacks are mapped after the program's data, as
+/// `pthread_create` maps them after its set-up.
 pub(crate) fn build_into(
+    cfg: &WorkloadConfig,
+    os: &mut dyn AddressSpaces,
+    pid: u16,
+    seed: u64,
+) -> Result<Box<dyn RecordSource>> {
+    let source = build_one(cfg, os, pid, seed)?;
+    for _ in 1..cfg.cores() {
+        os.start_thread(pid)?;
+    }
+    Ok(source)
+}
+
+fn build_one(
     cfg: &WorkloadConfig,
     os: &mut dyn AddressSpaces,
     pid: u16,

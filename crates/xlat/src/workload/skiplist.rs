@@ -42,7 +42,8 @@ pub fn build(
     let levels = max_level(2 * cfg.keys);
     let words = region_words(mix.max_keys(), levels);
     let mut heap = SimHeap::new(pid, MapKind::Anon, cfg.populate);
-    let region = heap.alloc(os, 8 * words, 64)?;
+    // Towers are allocated one by one: small `malloc`s, one after the other on the brk heap.
+    let region = heap.objects(os, (8 * words).div_ceil(64), 64)?.base;
     Ok(index::spawn(
         pid,
         cfg.references,

@@ -165,7 +165,8 @@ mod tests {
         let mut os = small_os();
         let pid = os.spawn().unwrap();
         let mut src = build(cfg, &mut os, pid, seed).unwrap();
-        let base = VirtAddr(os.process(pid).unwrap().vmas().next().unwrap().start.0 * 4096);
+        let first = |v: &&crate::os::Vma| v.role.is_data();
+        let base = VirtAddr(os.process(pid).unwrap().vmas().find(first).unwrap().start.0 * 4096);
         (drain(&mut src, 999), base)
     }
 

@@ -17,6 +17,14 @@ pub fn small_os() -> Os<RadixPageTable> {
     os(2048)
 }
 
+/// `small_os` without address-space randomisation: every process is laid out alike, whatever
+/// its pid, so a program built into any process of it gets the same addresses.
+pub fn unrandomised_os() -> Os<RadixPageTable> {
+    let mut cfg = crate::os::testing::config(2048);
+    cfg.aslr = false;
+    crate::os::testing::radix_os(&cfg, 1)
+}
+
 /// Every record of `src`, read in batches of `cap`.
 pub fn drain(src: &mut dyn RecordSource, cap: usize) -> Vec<Record> {
     let mut all = Vec::new();
@@ -56,11 +64,13 @@ pub fn stream_hash(recs: &[Record]) -> u64 {
     h.finish()
 }
 
-/// Bytes of virtual memory process `pid` has mapped (its VMAs).
+/// Bytes of virtual memory process `pid` has mapped for its data (its heap and mappings, not
+/// its binary, libraries or stacks).
 pub fn footprint(os: &dyn AddressSpaces, pid: u16) -> u64 {
     os.vmas(pid)
         .unwrap()
         .iter()
+        .filter(|v| v.role.is_data())
         .map(|v| (v.end.0 - v.start.0) * 4096)
         .sum()
 }

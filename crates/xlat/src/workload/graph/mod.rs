@@ -471,9 +471,11 @@ fn alloc<P>(
     let entries = source.max_entries();
     let mut heap = graph_heap(keys, pid);
     let offsets = heap.array(os, vertices + 1, 8)?;
-    let neighbours = heap.array(os, entries, 4)?;
+    // Each vertex's edge list (and its weights) is a small allocation of its own, made in
+    // vertex order: glibc puts them one after the other on the brk heap.
+    let neighbours = heap.objects(os, entries, 4)?;
     let weights = if weighted {
-        Some(heap.array(os, entries, 4)?)
+        Some(heap.objects(os, entries, 4)?)
     } else {
         None
     };
