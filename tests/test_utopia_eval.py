@@ -145,8 +145,8 @@ def test_at_paper_proportions_utopias_speed_up_waits_on_its_tar_cache() -> None:
     # The mark of utopia-fig11-16 and its cause, at the paper's proportions: with Table 1's
     # TAR cache (scaled), a RestSeg walk's TAR line, one per set, hits far less often than
     # the paper's 98% (Fig 18; measured 23%, the hits mostly the 2 MB RestSeg's two lines),
-    # and Utopia gains under 2% (1.009x). Given a TAR cache that holds the whole TAR, the
-    # RestSeg walks make Utopia faster than Radix (1.079x) with cheaper translation (0.82x
+    # and Utopia gains under 2% (1.010x). Given a TAR cache that holds the whole TAR, the
+    # RestSeg walks make Utopia faster than Radix (1.075x) with cheaper translation (0.83x
     # Radix's MMU cycles); without RestSegs it is Radix again (1.003x).
     whole = {"schemes.utopia.tar_cache_bytes": 1 << 17, "schemes.utopia.sf_cache_bytes": 1 << 17}
     radix = _proportioned_gups("baseline-radix")
@@ -170,12 +170,16 @@ def test_at_paper_proportions_utopias_speed_up_waits_on_its_tar_cache() -> None:
 def test_at_paper_proportions_echs_walks_wait_on_its_cwc_reach() -> None:
     # The mark of utopia-fig1-2 and its cause, at the paper's proportions: the PMD-CWC's
     # entry (16 / 16) covers one 2 MiB region, so nearly every ECH walk misses it and probes
-    # every way of both page sizes (9 requests a walk against Radix's 1.9): ECH's walks are
-    # longer than Radix's (254.6 vs 234.9 cycles) and ECH is 0.922x Radix. A CWC that covers
-    # the footprint makes each walk one probe, shorter than Radix's (228.5), and ECH 1.028x.
+    # every way of both page sizes (9.3 requests a walk): ECH's walks are longer than Radix's
+    # (257.1 vs 241.2 cycles) and ECH is 0.938x Radix. CWCs that cover the footprint make each
+    # walk one probe, shorter than Radix's (234.0), and ECH 1.031x.
     radix = _proportioned_gups("baseline-radix")
     scaled = _proportioned_gups("utopia-ech")
-    reach = _proportioned_gups("utopia-ech", **{"schemes.hashed.walker.pmd_cwc_entries": 1024})
+    cwcs = {
+        "schemes.hashed.walker.pmd_cwc_entries": 1024,
+        "schemes.hashed.walker.pud_cwc_entries": 16,
+    }
+    reach = _proportioned_gups("utopia-ech", **cwcs)
 
     def walk(stats: dict) -> float:
         return stats["summary"]["avg_walk_latency"]
