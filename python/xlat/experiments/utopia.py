@@ -248,10 +248,10 @@ def tar_cache_rarely_hits(df: pd.DataFrame, _scale: str) -> str | None:
     )
 
 
-def _speedups(df: pd.DataFrame, label: str) -> pd.Series:
-    """Per workload: Radix's cycles over ``label``'s."""
+def _speedups(df: pd.DataFrame, label: str, baseline: str = "Radix") -> pd.Series:
+    """Per workload: ``baseline``'s cycles over ``label``'s."""
     cycles = "stats.summary.cycles"
-    return _per_workload(df, cycles, "Radix") / _per_workload(df, cycles, label)
+    return _per_workload(df, cycles, baseline) / _per_workload(df, cycles, label)
 
 
 def _analyse_walks(df: pd.DataFrame) -> Analysis:

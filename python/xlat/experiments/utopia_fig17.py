@@ -32,7 +32,14 @@ import pandas as pd
 
 from .. import api, plots
 from .registry import SCALES, WARMUP_INSTRUCTIONS, Analysis, Reproduction, register
-from .utopia import PAPER, PAPER_RUN, PAPER_SYSTEMS, tar_cache_rarely_hits, utopia_workloads
+from .utopia import (
+    PAPER,
+    PAPER_RUN,
+    PAPER_SYSTEMS,
+    _ok,
+    tar_cache_rarely_hits,
+    utopia_workloads,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -238,7 +245,7 @@ def _mark_cause(df: pd.DataFrame, scale: str) -> str | None:
     """Tiny: translation is negligible. Quick: the TAR cache rarely hits."""
     if scale != "tiny":
         return tar_cache_rarely_hits(df, scale)
-    radix = df[(df["status"] == "ok") & (df["label"] == "Radix")]
+    radix = _ok(df, "Radix")
     rate = float((radix["stats.mmu.l1tlb.misses"] / radix["stats.summary.instructions"]).max())
     if rate < RARE_L1_MISSES:
         return None

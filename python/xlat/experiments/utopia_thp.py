@@ -27,10 +27,10 @@ from .utopia import (
     PAPER,
     PAPER_FOOTPRINTS,
     PAPER_RUN,
-    _ok,
     proportioned,
     proportioned_footprint,
 )
+from .utopia import _speedups as utopia_speedups
 from .utopia_eval import _gmean
 
 #: Shares of every region's 2 MB ranges left to 4 KB pages (``os.thp_ineligible``); 0.9 is
@@ -68,14 +68,9 @@ def workloads(scale: str) -> dict[str, dict]:
 
 def _speedups(df: pd.DataFrame, name: str) -> pd.DataFrame:
     """Workload x share: Radix's cycles over ``name``'s, both at the share."""
-    cycles = "stats.summary.cycles"
-
-    def per_workload(label: str) -> pd.Series:
-        return _ok(df, label).groupby("workload")[cycles].mean()
-
     return pd.DataFrame(
         {
-            share: per_workload(_label("Radix", share)) / per_workload(_label(name, share))
+            share: utopia_speedups(df, _label(name, share), baseline=_label("Radix", share))
             for share in SHARES
         }
     )
