@@ -12,6 +12,7 @@ Simulations in tests stay tiny (well under 1e6 references) so the suite runs in 
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -75,3 +76,40 @@ def tiny_reproduction(
         return done[reproduction_id]
 
     return get
+
+
+@pytest.fixture
+def tiny_mechanism_off(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Callable[..., experiments.Outcome]:
+    """Run a reproduction at tiny scale with config keys added to some of its systems (its
+    mechanism switched off): ``run(reproduction_id, {label: {key: value}}, workloads=None)``,
+    optionally on a subset of its tiny workloads. The runs are the reproduction's own, so
+    its analysis and direction check read them as they read the reproduction's."""
+    from xlat.experiments import registry
+
+    def run(
+        reproduction_id: str,
+        keys: dict[str, dict[str, object]],
+        workloads: Sequence[str] | None = None,
+    ) -> experiments.Outcome:
+        rep = experiments.get(reproduction_id)
+        assert set(keys) <= set(rep.systems), keys
+        systems = {
+            label: dataclasses.replace(
+                system, overrides={**system.overrides, **keys.get(label, {})}
+            )
+            for label, system in rep.systems.items()
+        }
+        tiny = rep.workloads["tiny"]
+        chosen = {w: tiny[w] for w in workloads} if workloads is not None else tiny
+        off = dataclasses.replace(
+            rep,
+            id=f"{reproduction_id}-mechanism-off",
+            systems=systems,
+            workloads={**rep.workloads, "tiny": chosen},
+        )
+        monkeypatch.setitem(registry._REGISTRY, off.id, off)
+        return experiments.reproduce(off.id, scale="tiny", out=tmp_path, jobs=2, progress=False)
+
+    return run

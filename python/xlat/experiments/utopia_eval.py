@@ -605,6 +605,7 @@ def _fig9_scale_overrides(scale: str) -> dict:
             "migrate_dram_refs": 31,
             "migrate_page_sizes": ["4K"],
             "decay_interval": 262144,
+            "allocate_at_fault": True,
         },
     }
 

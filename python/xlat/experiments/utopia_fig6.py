@@ -113,6 +113,8 @@ def _scale_overrides(scale: str) -> dict:
             "migrate_dram_refs": 4,
             "migrate_page_sizes": ["4K"],
             "decay_interval": 0,
+            # Restrictive-only: every page takes its set's slot at its fault.
+            "allocate_at_fault": True,
         },
     }
 

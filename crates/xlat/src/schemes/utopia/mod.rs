@@ -122,6 +122,16 @@ pub struct UtopiaConfig {
     /// kernel's page tables, TARs and SFs.
     #[serde(default = "default_flexseg")]
     pub flexseg: bool,
+    /// Page-fault-based allocation (§5.5): a faulting page takes a slot of its RestSeg's set
+    /// (true, Utopia). False: faults allocate in the FlexSeg, and pages enter the RestSegs
+    /// only by PTE-based migration (Fig 19's fill from empty then waits on the counters).
+    /// Needs `flexseg`.
+    #[serde(default = "default_allocate_at_fault")]
+    pub allocate_at_fault: bool,
+}
+
+fn default_allocate_at_fault() -> bool {
+    true
 }
 
 fn default_flexseg() -> bool {
@@ -171,6 +181,7 @@ impl Default for UtopiaConfig {
             migrate_page_sizes: default_migrate_page_sizes(),
             decay_interval: default_decay_interval(),
             flexseg: true,
+            allocate_at_fault: true,
         }
     }
 }
@@ -226,6 +237,15 @@ impl UtopiaConfig {
                 format!(
                     "false (restrictive-only) needs a RestSeg of 4K pages in {path}.restsegs: \
                      every page must have a set"
+                ),
+            ));
+        }
+        if !self.flexseg && !self.allocate_at_fault {
+            return Err(Error::config(
+                format!("{path}.allocate_at_fault"),
+                format!(
+                    "false (faults allocate in the FlexSeg) needs {path}.flexseg = true: \
+                     restrictive-only mapping has no FlexSeg to allocate in"
                 ),
             ));
         }
@@ -380,8 +400,9 @@ impl Scheme for Utopia {
 
     fn frames(ctx: &BuildCtx) -> Result<Box<dyn FramePolicy>> {
         let rng = Rng::new(ctx.seed, rng::stream::PLACEMENT);
-        let placement = RestSegPlacement::new(layout(ctx)?, rng);
-        Ok(Box::new(if ctx.sections.utopia.flexseg {
+        let cfg = &ctx.sections.utopia;
+        let placement = RestSegPlacement::new(layout(ctx)?, rng, cfg.allocate_at_fault);
+        Ok(Box::new(if cfg.flexseg {
             placement
         } else {
             placement.restrictive_only()

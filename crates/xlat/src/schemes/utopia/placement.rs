@@ -215,17 +215,22 @@ pub struct RestSegPlacement {
     evictions: Vec<Eviction>,
     /// Whether a FlexSeg exists: victims move there, and sizes no RestSeg holds go there.
     flexseg: bool,
+    /// Whether a faulting page takes a RestSeg slot (else only migration places pages).
+    allocate_at_fault: bool,
     page_outs: Vec<PageOut>,
     rng: Rng,
 }
 
 impl RestSegPlacement {
-    pub fn new(layout: Layout, rng: Rng) -> RestSegPlacement {
+    /// `allocate_at_fault`: faulting pages take RestSeg slots (§5.5), or only migration
+    /// places pages there.
+    pub fn new(layout: Layout, rng: Rng, allocate_at_fault: bool) -> RestSegPlacement {
         RestSegPlacement {
             segs: layout.segs.iter().map(|&s| SegState::new(s)).collect(),
             layout,
             evictions: Vec::new(),
             flexseg: true,
+            allocate_at_fault,
             page_outs: Vec::new(),
             rng,
         }
@@ -322,7 +327,11 @@ impl FramePolicy for RestSegPlacement {
         vpn: Vpn,
         size: PageSize,
     ) -> Option<Pfn> {
-        let placed = self.place(buddy, pid, vpn, size, Origin::Fault);
+        let placed = if self.allocate_at_fault {
+            self.place(buddy, pid, vpn, size, Origin::Fault)
+        } else {
+            None
+        };
         if self.flexseg {
             placed.or_else(|| buddy.alloc(size.order()))
         } else {

@@ -142,7 +142,7 @@ fn placement_fills_a_set_then_evicts_by_drrip_to_a_flexseg_frame() {
     let l = layout(64);
     let seg = l.segs[0];
     let mut buddy = BuddyAllocator::new(MEMORY / 4096);
-    let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4));
+    let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4), true);
     p.reserve(&mut buddy).unwrap();
     let free = buddy.free_frames();
     assert_eq!(free, MEMORY / 4096 - seg.slots());
@@ -186,6 +186,40 @@ fn placement_fills_a_set_then_evicts_by_drrip_to_a_flexseg_frame() {
         .frame(&mut buddy, 1, Vpn(0x4000_0000), PageSize::Size2M)
         .unwrap();
     assert!(l.slot_of(huge).is_none());
+}
+
+#[test]
+fn without_allocation_at_fault_only_migration_places_pages() {
+    let l = layout(64);
+    let seg = l.segs[0];
+    let mut buddy = BuddyAllocator::new(MEMORY / 4096);
+    let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4), false);
+    p.reserve(&mut buddy).unwrap();
+    let free = buddy.free_frames();
+    // A fault takes a FlexSeg frame though its set is empty...
+    let faulted = p
+        .frame(&mut buddy, 1, vpn_in(&seg, 9, 0), PageSize::Size4K)
+        .unwrap();
+    assert!(l.slot_of(faulted).is_none());
+    assert_eq!(buddy.free_frames(), free - 1);
+    assert!(p.used_slots().iter().all(|&n| n == 0));
+    // ...and a migration takes a slot of the page's set.
+    let promoted = p
+        .promote(&mut buddy, 1, vpn_in(&seg, 9, 0), PageSize::Size4K)
+        .unwrap();
+    assert_eq!(seg.slot_of(promoted).map(|(s, _)| s), Some(9));
+    // Restrictive-only mapping has no FlexSeg to allocate in.
+    let err = SimConfig::load(
+        "utopia",
+        &[
+            "schemes.utopia.flexseg=false".into(),
+            "schemes.utopia.allocate_at_fault=false".into(),
+            "os.swap.enabled=true".into(),
+        ],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("schemes.utopia.allocate_at_fault"), "{err}");
 }
 
 #[test]
@@ -320,7 +354,7 @@ fn reuse_counts_rsw_translations_per_slot_until_the_page_leaves() {
     let l = layout(1);
     let seg = l.segs[0];
     let mut buddy = BuddyAllocator::new(MEMORY / 4096);
-    let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4));
+    let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4), true);
     p.reserve(&mut buddy).unwrap();
     assert_eq!(reuse(&p), ([0; 4], [0; 4]), "present, all zero");
     assert_eq!(p.used_slots(), vec![0]);
@@ -399,7 +433,7 @@ fn a_migrated_page_hit_k_times_then_evicted_lands_in_its_bucket() {
         let l = layout(1);
         let seg = l.segs[0];
         let mut buddy = BuddyAllocator::new(MEMORY / 4096);
-        let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4));
+        let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4), true);
         p.reserve(&mut buddy).unwrap();
         // One set, a leader set of SRRIP: every page is inserted at the same RRPV and RestSeg
         // walks translate every page k times (promoting all alike), so the first way, the
@@ -432,7 +466,7 @@ fn drrip_keeps_the_pages_restseg_walks_translated_and_evicts_one_they_did_not() 
     let l = layout(64);
     let seg = l.segs[0];
     let mut buddy = BuddyAllocator::new(MEMORY / 4096);
-    let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4));
+    let mut p = RestSegPlacement::new(l.clone(), Rng::new(1, 4), true);
     p.reserve(&mut buddy).unwrap();
     // Eight pages fill set 9; RestSeg walks translate all of them but the fifth.
     let pfns: Vec<Pfn> = (0..8)
