@@ -21,6 +21,8 @@ fn main() -> ExitCode {
     };
     match xlat::run::bench(preset, workload, refs, overrides) {
         Ok(r) => {
+            #[cfg(feature = "dram-log")]
+            xlat::mem::dram::log::flush();
             println!(
                 "{} refs={} seconds={:.3} refs_per_s={:.3e} setup_seconds={:.3}",
                 r.workload, r.references, r.seconds, r.refs_per_second, r.setup_seconds

@@ -28,6 +28,7 @@
 
 mod calendar;
 mod config;
+pub mod log;
 #[cfg(test)]
 mod tests;
 
@@ -578,6 +579,10 @@ impl Dram {
     /// that ended by then may be forgotten.
     #[inline]
     pub fn set_floor(&mut self, cycle: u64) {
+        #[cfg(feature = "dram-log")]
+        if cycle != self.floor {
+            log::record(log::Event::Floor(cycle));
+        }
         self.floor = cycle;
     }
 
@@ -638,6 +643,8 @@ impl Dram {
     /// core cycles until the data is back, and updates the bank state and stats.
     #[inline]
     pub fn access(&mut self, addr: PhysAddr, now: u64, requester: Requester) -> u64 {
+        #[cfg(feature = "dram-log")]
+        log::record(log::Event::Read(addr, now, requester));
         let c = self.decode(addr);
         let bank = self.bank_index(&c);
         let (data_end, outcome, closed) = self.schedule(&c, bank, now, false, requester);
@@ -673,6 +680,8 @@ impl Dram {
     /// its channel's write queue; reaching the high watermark drains the queue to the low one.
     /// Writes are posted: nothing waits for them but the reads whose resources they take.
     pub fn write(&mut self, addr: PhysAddr, now: u64) {
+        #[cfg(feature = "dram-log")]
+        log::record(log::Event::Write(addr, now));
         let coord = self.decode(addr);
         let bank = self.bank_index(&coord);
         let ch = coord.channel as usize;
