@@ -95,10 +95,20 @@ def tiny_mechanism_off(
     ) -> experiments.Outcome:
         rep = experiments.get(reproduction_id)
         assert set(keys) <= set(rep.systems), keys
+        # The keys come last among a system's: after its keys at tiny scale too (which
+        # utopia-thp-share uses to set the page sizes). A key the reproduction sets for every
+        # run (its ``overrides``) still wins.
         systems = {
             label: dataclasses.replace(
-                system, overrides={**system.overrides, **keys.get(label, {})}
+                system,
+                overrides={**system.overrides, **keys[label]},
+                scale_overrides={
+                    **system.scale_overrides,
+                    "tiny": {**system.scale_overrides.get("tiny", {}), **keys[label]},
+                },
             )
+            if label in keys
+            else system
             for label, system in rep.systems.items()
         }
         tiny = rep.workloads["tiny"]

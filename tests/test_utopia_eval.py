@@ -1,7 +1,8 @@
-"""Utopia's evaluation reproductions (Figs 1-2, 6, 9, 11-16, 21): what the generic tiny run
-does not check: Fig 9's arithmetic against the engine's byte counts, the systems Figs 11-16
-share with Fig 5, Utopia's speed-up in the regime of the paper, and each headline at the
-paper's proportions beside the same runs with its mechanism off."""
+"""Utopia's evaluation and motivation reproductions (Figs 1-3, 5, 6, 9, 11-16, 21, the TAR
+cache and THP-share studies): what the generic tiny run does not check: Fig 9's arithmetic
+against the engine's byte counts, the systems Figs 11-16 share with Fig 5, Utopia's speed-up in
+the regime of the paper, each headline at the paper's proportions, and each reproduction's
+tiny runs beside the same runs with its mechanism off."""
 
 from __future__ import annotations
 
@@ -266,3 +267,101 @@ def test_fig21s_speed_up_comes_from_the_4k_restsegs_reach(
     assert grows(on), on
     assert not grows(off.analysis.values), off.analysis.values
     assert abs(off.analysis.values["fig21_speedup_2gb"] - 1) < 0.01
+
+
+def test_fig3s_ech_l2_share_comes_from_its_probes_of_every_way(
+    tiny_reproduction, tiny_mechanism_off
+) -> None:
+    # utopia-fig3: the paper credits ECH's larger share of the L2 (59% of its blocks against
+    # Radix's 33%) to its hashed walks, which probe every way of the table in parallel. At
+    # tiny scale ECH's PTEs hold 4.0% of the L2 against Radix's 1.5% (2.70x on average), and
+    # on GUPS 40.2% against 12.5%: its 16-entry PMD-CWC (32 MiB) misses on most walks, each
+    # of which then reads a line in all four ways. With CWCs that cover the footprint (1024
+    # PMD entries), a walk is one probe and GUPS's share falls to 12.8%, 1.03x Radix's. The
+    # direction ("more of the L2 than Radix's") would still hold on the tiny margins the
+    # other workloads keep (1.6% against 1.5% on average), so the ratio is what is asserted.
+    on = tiny_reproduction("utopia-fig3")
+    assert on.direction_holds
+    values = on.analysis.values
+    assert values["ech_l2_pt_fraction_avg"] > 2 * values["radix_l2_pt_fraction_avg"], values
+    share = on.analysis.tables[0][1].set_index("workload")
+    assert share.loc["gups", "ECH L2"] > 2 * share.loc["gups", "Radix L2"]
+    cwcs = {
+        "schemes.hashed.walker.pmd_cwc_entries": 1024,
+        "schemes.hashed.walker.pud_cwc_entries": 16,
+    }
+    off = tiny_mechanism_off("utopia-fig3", {"ECH": cwcs}, workloads=["gups"]).analysis.values
+    assert off["ech_l2_pt_fraction_avg"] < 1.05 * off["radix_l2_pt_fraction_avg"], off
+
+
+#: The tiny workloads on which Radix walks (over 1,000 L2 TLB misses each).
+WALKING = ["gups", "kmer", "dlrm-sls"]
+
+
+def test_fig5s_tiny_headroom_is_radixs_walks_of_4k_pages(
+    tiny_reproduction, tiny_mechanism_off
+) -> None:
+    # utopia-fig5 credits the perfect TLB's gain (the paper's +30%) to what Radix's address
+    # translation costs. Its direction is marked not shown at tiny scale because most tiny
+    # workloads rarely walk (the mark's cause, checked beside the verdict by
+    # test_reproduction_at_tiny_scale); the three that do miss Radix's L2 TLB 13,760, 4,555
+    # and 1,208 times and P-TLB runs them 1.71x, 1.12x and 1.14x faster. With Radix's data on
+    # 2 MB pages (THP on: the tiny footprints then fit the L2 TLB's reach) it misses 32, 5 and
+    # 22 times and P-TLB is within 1% of it (1.004x, 0.999x, 0.998x): the headroom is Radix's
+    # walks of 4 KB pages.
+    on = tiny_reproduction("utopia-fig5").results
+    speedups = utopia._speedups(on, "P-TLB")[WALKING]
+    assert (speedups > 1.1).all(), speedups
+    misses = utopia._per_workload(on, "stats.mmu.l2tlb.misses", "Radix")[WALKING]
+    assert (misses > 1000).all(), misses
+    off = tiny_mechanism_off("utopia-fig5", {"Radix": {"os.thp": "always"}}, workloads=WALKING)
+    speedups = utopia._speedups(off.results, "P-TLB")
+    assert ((speedups - 1).abs() < 0.01).all(), speedups
+    assert (utopia._per_workload(off.results, "stats.mmu.l2tlb.misses", "Radix") < 100).all()
+
+
+def test_tar_cache_hit_rate_rises_through_the_tar_caches_capacity(
+    tiny_reproduction, tiny_mechanism_off
+) -> None:
+    # utopia-tar-cache: the paper explains its 98% TAR cache hits by the TAR being small
+    # (1.1 MB, §8.4), i.e. a TAR cache that holds it. At tiny scale the hit rate rises from
+    # 0.04% (Table 1's 2 KB) to 26% (1 MB; GUPS 0.2% to 50%, k-mer 0% to 55%). The TAR cache
+    # has no off switch (tar_cache_bytes is 64 B to 1 MiB); given a single line instead of
+    # 1 MB, the largest system hits 0% on GUPS and k-mer and the direction fails. Its other
+    # half ("the speed-up does not fall") is flat at tiny scale (0.968x with 2 KB, 0.966x with
+    # 1 MB) and holds with or without the capacity.
+    on = tiny_reproduction("utopia-tar-cache")
+    assert on.direction_holds
+    values = on.analysis.values
+    assert values["tar_hit_1mb"] > 0.2 and values["tar_hit_2kb"] < 0.01, values
+    off = tiny_mechanism_off(
+        "utopia-tar-cache",
+        {"Utopia-1MB": {"schemes.utopia.tar_cache_bytes": 64}},
+        workloads=["gups", "kmer"],
+    )
+    assert off.analysis.values["tar_hit_1mb"] < 0.01, off.analysis.values
+    assert not off.direction_holds
+
+
+def test_thp_shares_headroom_gap_is_the_2mb_pages_of_the_eligible_ranges(
+    tiny_reproduction, tiny_mechanism_off
+) -> None:
+    # utopia-thp-share: translation matters less the more data THP backs with 2 MB pages (§7;
+    # the paper's +30% needs most data on 4 KB pages). At tiny scale (Table 1 and Table 2
+    # divided by 32) P-TLB gains 1.03x over Radix with every range eligible for 2 MB pages
+    # and 2.83x with 90% left to 4 KB pages (GUPS: 1.006x and 4.16x). With THP off in the 0%
+    # systems, their data is on 4 KB pages as at 100%, and P-TLB gains 4.64x on GUPS at 0%,
+    # exactly its 100% value: the direction fails.
+    on = tiny_reproduction("utopia-thp-share")
+    assert on.direction_holds
+    assert on.analysis.values["ptlb_speedup_0"] < 1.1, on.analysis.values
+    never = {"os.thp": "never"}
+    off = tiny_mechanism_off(
+        "utopia-thp-share",
+        {label: never for label in ("Radix 0%", "Utopia 0%", "P-TLB 0%")},
+        workloads=["gups"],
+    )
+    values = off.analysis.values
+    assert values["ptlb_speedup_0"] > values["ptlb_speedup_90"], values
+    assert values["ptlb_speedup_0"] == pytest.approx(values["ptlb_speedup_100"], rel=0.01)
+    assert not off.direction_holds
