@@ -335,6 +335,10 @@ impl Activates {
             if p >= 4 {
                 a = a.max(acts[p - 4].0 + t.tfaw);
             }
+            if p == acts.len() {
+                // After every activate: nothing after it to keep tRRD or tFAW to.
+                return a;
+            }
             let in_gap = acts.get(p).is_none_or(|&(x, _)| a < x);
             let rrd_after = || {
                 acts[p..]
