@@ -277,9 +277,9 @@ def test_fig3s_ech_l2_share_comes_from_its_probes_of_every_way(
     # tiny scale ECH's PTEs hold 4.0% of the L2 against Radix's 1.5% (2.70x on average), and
     # on GUPS 40.2% against 12.5%: its 16-entry PMD-CWC (32 MiB) misses on most walks, each
     # of which then reads a line in all four ways. With CWCs that cover the footprint (1024
-    # PMD entries), a walk is one probe and GUPS's share falls to 12.8%, 1.03x Radix's. The
-    # direction ("more of the L2 than Radix's") would still hold on the tiny margins the
-    # other workloads keep (1.6% against 1.5% on average), so the ratio is what is asserted.
+    # PMD entries), a walk is one probe and GUPS's share falls to 12.8%, 1.03x Radix's, short
+    # of the direction's 1.4x. (A direction of merely "more of the L2 than Radix's" held on
+    # the margins the other workloads keep, 1.6% against 1.5% on average.)
     on = tiny_reproduction("utopia-fig3")
     assert on.direction_holds
     values = on.analysis.values
@@ -290,8 +290,10 @@ def test_fig3s_ech_l2_share_comes_from_its_probes_of_every_way(
         "schemes.hashed.walker.pmd_cwc_entries": 1024,
         "schemes.hashed.walker.pud_cwc_entries": 16,
     }
-    off = tiny_mechanism_off("utopia-fig3", {"ECH": cwcs}, workloads=["gups"]).analysis.values
-    assert off["ech_l2_pt_fraction_avg"] < 1.05 * off["radix_l2_pt_fraction_avg"], off
+    off = tiny_mechanism_off("utopia-fig3", {"ECH": cwcs}, workloads=["gups"])
+    values = off.analysis.values
+    assert values["ech_l2_pt_fraction_avg"] < 1.05 * values["radix_l2_pt_fraction_avg"], values
+    assert not off.direction_holds
 
 
 #: The tiny workloads on which Radix walks (over 1,000 L2 TLB misses each).

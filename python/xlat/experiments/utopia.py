@@ -473,10 +473,13 @@ register(
         references=REFERENCES,
         scale_overrides=SCALE_OVERRIDES,
         analyse=_analyse_cache_share,
-        direction="ECH's page-table entries take more of the L2 than Radix's (paper: 59% vs 33% "
-        "of its blocks)",
+        # The claim is the size of the gap: ECH's share at least half the paper's excess
+        # (1.79x) above Radix's. Merely "more" held with ECH's probes of every way removed
+        # (CWCs covering the footprint: 1.04x at tiny scale).
+        direction="ECH's page-table entries take at least 1.4x Radix's share of the L2, half "
+        "the paper's excess (paper: 59% vs 33% of its blocks, 1.79x)",
         direction_check=lambda df, v: ascending(
-            v["radix_l2_pt_fraction_avg"], v["ech_l2_pt_fraction_avg"], strict=True
+            1.4 * v["radix_l2_pt_fraction_avg"], v["ech_l2_pt_fraction_avg"]
         ),
         notes=NOTES_COMMON + " Fractions are averaged over epochs of 1M instructions, as in the "
         "paper; runs shorter than one epoch use the end-of-run contents.",
