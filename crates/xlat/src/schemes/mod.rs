@@ -13,6 +13,7 @@
 //! for a [`Visitor`], the only place a name is matched.
 
 pub mod hashed;
+pub mod mosaic;
 pub mod perfect_tlb;
 pub mod pom_tlb;
 pub mod radix;
@@ -153,6 +154,7 @@ sections! {
     rmm: rmm::RmmConfig;
     utopia: utopia::UtopiaConfig;
     virt: virt::VirtConfig;
+    mosaic: mosaic::MosaicConfig;
 }
 
 fn unknown(name: &str) -> Error {

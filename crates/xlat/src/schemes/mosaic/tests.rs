@@ -1,0 +1,270 @@
+//! The iceberg pool: CPFN layout, placement, decode against the allocator's truth, and the
+//! utilisation of the first associativity conflict.
+
+use super::frames::{aligned_blocks, IcebergFrames};
+use super::iceberg::{Geometry, IcebergMap, IcebergTable, Slot};
+use super::MosaicConfig;
+use crate::addr::{PageSize, Pfn, Vpn};
+use crate::mem::physmem::BuddyAllocator;
+use crate::os::FramePolicy;
+use crate::rng::Rng;
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+fn paper() -> Geometry {
+    Geometry::new(56, 8, 6).unwrap()
+}
+
+/// A pool of `buckets` buckets of the paper's geometry from frame `base`.
+fn table(buckets: u64, base: u64, seed: u64) -> IcebergTable {
+    IcebergTable::new(IcebergMap::new(
+        paper(),
+        Pfn(base),
+        buckets,
+        &mut Rng::new(seed, 77),
+    ))
+}
+
+#[test]
+fn the_papers_geometry_gives_7_bit_cpfns_and_h_104() {
+    let g = paper();
+    assert_eq!(g.cpfn_bits(), 7);
+    assert_eq!(g.associativity(), 104);
+    assert_eq!(g.unmapped(), 0x7f);
+    assert_eq!(g.decode(0x7f), None);
+    // §3.1's layout: a leading 0 and a 6-bit front slot, or a leading 1, a 3-bit choice and
+    // a 3-bit backyard slot.
+    assert_eq!(g.encode(Slot::Front(55)), 55);
+    assert_eq!(g.encode(Slot::Back { choice: 5, slot: 7 }), 0b1_101_111);
+    let mut codes = Vec::new();
+    for s in 0..56 {
+        codes.push(Slot::Front(s));
+    }
+    for choice in 0..6 {
+        for slot in 0..8 {
+            codes.push(Slot::Back { choice, slot });
+        }
+    }
+    for slot in &codes {
+        assert_eq!(g.decode(g.encode(*slot)), Some(*slot));
+    }
+    // Every one of the 128 codes decodes to one of the 104 slots or to nothing.
+    let valid = (0..=255u8).filter(|&c| g.decode(c).is_some()).count();
+    assert_eq!(valid, 104);
+}
+
+#[test]
+fn the_cpfn_width_follows_f_b_d_and_keeps_all_ones_free() {
+    // d and b full powers of two: one more bit, so all ones is not a backyard code.
+    let g = Geometry::new(56, 8, 8).unwrap();
+    assert_eq!(g.cpfn_bits(), 8);
+    assert_eq!(g.decode(g.unmapped()), None);
+    let g = Geometry::new(24, 4, 3).unwrap();
+    assert_eq!((g.cpfn_bits(), g.associativity()), (6, 36));
+    for (f, b, d, key) in [
+        (200, 8, 6, "front_yard_frames"),
+        (56, 8, 40, "backyard_choices"),
+        (56, 64, 6, "backyard_frames"),
+        (0, 8, 6, "front_yard_frames"),
+        (56, 8, 0, "backyard_choices"),
+    ] {
+        let cfg = MosaicConfig {
+            front_yard_frames: f,
+            backyard_frames: b,
+            backyard_choices: d,
+            ..MosaicConfig::default()
+        };
+        let e = cfg.validate("schemes.mosaic").unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("schemes.mosaic.{key}")),
+            "{f} {b} {d}: {e}"
+        );
+    }
+}
+
+#[test]
+fn the_pool_size_is_checked_against_memory() {
+    let gib = 1u64 << 30;
+    let cfg = MosaicConfig::default();
+    // All but 1/32, in whole 64-frame buckets.
+    assert_eq!(cfg.buckets(4 * gib).unwrap(), (1 << 20) * 31 / 32 / 64);
+    let cfg = MosaicConfig {
+        pool_bytes: gib,
+        ..MosaicConfig::default()
+    };
+    assert_eq!(cfg.buckets(4 * gib).unwrap(), (1 << 18) / 64);
+    let e = cfg.buckets(gib).unwrap_err().to_string();
+    assert!(e.contains("schemes.mosaic.pool_bytes"), "{e}");
+    let tiny = MosaicConfig {
+        pool_bytes: 4096 * 64 * 5,
+        ..MosaicConfig::default()
+    };
+    let e = tiny.buckets(4 * gib).unwrap_err().to_string();
+    assert!(e.contains("at least d = 6"), "{e}");
+    let odd = MosaicConfig {
+        pool_bytes: 5000,
+        ..MosaicConfig::default()
+    };
+    assert!(odd.validate("schemes.mosaic").is_err());
+}
+
+#[test]
+fn placement_fills_the_front_yard_first_then_the_least_loaded_backyard() {
+    let mut t = table(64, 1000, 1);
+    let mut placed = Vec::new();
+    // Enough pages that some front yards fill.
+    for vpn in 0..3200u64 {
+        let (pfn, cpfn) = t.insert(1, vpn).expect("far from full");
+        placed.push((vpn, pfn, cpfn));
+    }
+    assert!(t.counters.backyard > 0 && t.counters.front_yard > 0);
+    for &(vpn, pfn, cpfn) in &placed {
+        match t.map.geometry.decode(cpfn).unwrap() {
+            // A page in a backyard found its front-yard bucket full.
+            Slot::Back { .. } => {
+                let front = t.map.bucket(1, vpn, 0);
+                assert_eq!(t.loads(front).0, 56, "vpn {vpn}");
+            }
+            Slot::Front(_) => {}
+        }
+        assert_eq!(t.map.decode(1, vpn, cpfn), Some(pfn));
+    }
+}
+
+/// Fill a 4 GiB pool (the Linux prototype's) with random keys until the first conflict.
+fn first_conflict(seed: u64) -> f64 {
+    let mut t = table(1 << 14, 0, seed);
+    let mut keys = Rng::new(seed, 1234);
+    loop {
+        let (asid, vpn) = (keys.below(4) as u16, keys.next_u64() >> 28);
+        if t.insert(asid, vpn).is_none() {
+            assert_eq!(t.counters.conflicts, 1);
+            return t.first_conflict().expect("recorded");
+        }
+    }
+}
+
+#[test]
+fn the_first_associativity_conflict_comes_at_about_98_percent() {
+    let all: Vec<f64> = (1..=10).map(first_conflict).collect();
+    for (seed, u) in all.iter().enumerate() {
+        assert!(
+            (0.97..=0.99).contains(u),
+            "seed {}: first conflict at {u}",
+            seed + 1
+        );
+    }
+    let mean = all.iter().sum::<f64>() / all.len() as f64;
+    eprintln!("first conflict over 10 seeds: mean {mean:.5}, {all:.5?}");
+}
+
+#[test]
+fn every_resident_page_decodes_to_the_frame_the_allocator_gave() {
+    let mut t = table(1 << 10, 5000, 9);
+    let mut keys = Rng::new(9, 1);
+    let mut truth = HashMap::new();
+    // To 95% utilisation, with frees along the way.
+    while t.utilisation() < 0.95 {
+        let key = (keys.below(3) as u16, keys.below(1 << 30));
+        if truth.contains_key(&key) {
+            continue;
+        }
+        let (pfn, _) = t.insert(key.0, key.1).expect("below the conflict point");
+        truth.insert(key, pfn);
+        if keys.below(10) == 0 {
+            let gone = *truth.keys().next().unwrap();
+            assert!(t.remove(truth.remove(&gone).unwrap()));
+        }
+    }
+    for (&(asid, vpn), &pfn) in &truth {
+        let cpfn = t
+            .map
+            .encode(asid, vpn, pfn)
+            .expect("one of the page's frames");
+        assert_eq!(t.map.decode(asid, vpn, cpfn), Some(pfn));
+        assert!(t.is_used(pfn));
+    }
+    assert_eq!(t.used_frames(), truth.len() as u64);
+}
+
+#[test]
+fn the_frame_policy_reserves_the_pool_and_places_only_4k_pages() {
+    let cfg = MosaicConfig {
+        pool_bytes: 64 << 20,
+        ..MosaicConfig::default()
+    };
+    let map = cfg.map(256 << 20, 3).unwrap();
+    let (base, frames) = (map.base(), map.frames());
+    assert_eq!(base.0 + frames, (256 << 20) / 4096, "at the top of memory");
+    let mut policy = IcebergFrames::new(IcebergTable::new(map), "schemes.mosaic.pool_bytes");
+    let mut buddy = BuddyAllocator::new((256 << 20) / 4096);
+    policy.reserve(&mut buddy).unwrap();
+    assert_eq!(buddy.free_frames(), (256 << 20) / 4096 - frames);
+    assert!(policy
+        .frame(&mut buddy, 1, Vpn(512), PageSize::Size2M)
+        .is_none());
+    let pfn = policy
+        .frame(&mut buddy, 1, Vpn(7), PageSize::Size4K)
+        .unwrap();
+    assert!(policy.owns(pfn) && pfn.0 >= base.0);
+    assert_eq!(policy.table().used_frames(), 1);
+    policy.free(&mut buddy, pfn, PageSize::Size4K);
+    assert_eq!(policy.table().used_frames(), 0);
+    // Page-table frames come from the buddy allocator, below the pool.
+    let pt = buddy.alloc(0).unwrap();
+    assert!(!policy.owns(pt));
+}
+
+#[test]
+fn aligned_blocks_tile_a_range() {
+    let blocks = aligned_blocks(3, 70);
+    assert_eq!(
+        blocks,
+        vec![
+            (Pfn(3), 0),
+            (Pfn(4), 2),
+            (Pfn(8), 3),
+            (Pfn(16), 4),
+            (Pfn(32), 5),
+            (Pfn(64), 2),
+            (Pfn(68), 1)
+        ]
+    );
+}
+
+proptest! {
+    /// Any sequence of placements and frees: no frame is given twice, every page decodes to
+    /// its frame, and the loads count the frames in use.
+    #[test]
+    fn no_frame_is_given_twice_and_cpfns_round_trip(
+        ops in proptest::collection::vec((0u16..3, 0u64..5000, any::<bool>()), 1..600),
+        seed in 0u64..1000,
+    ) {
+        let mut t = table(8, 64, seed);
+        let mut owner: HashMap<Pfn, (u16, u64)> = HashMap::new();
+        let mut frame_of: HashMap<(u16, u64), Pfn> = HashMap::new();
+        for (asid, vpn, free) in ops {
+            if let Some(pfn) = frame_of.get(&(asid, vpn)).copied() {
+                if free {
+                    prop_assert!(t.remove(pfn));
+                    owner.remove(&pfn);
+                    frame_of.remove(&(asid, vpn));
+                }
+                continue;
+            }
+            if let Some((pfn, cpfn)) = t.insert(asid, vpn) {
+                prop_assert!(owner.insert(pfn, (asid, vpn)).is_none(), "{:?} given twice", pfn);
+                frame_of.insert((asid, vpn), pfn);
+                prop_assert_eq!(t.map.decode(asid, vpn, cpfn), Some(pfn));
+                prop_assert!(t.map.geometry.decode(cpfn).is_some());
+            }
+        }
+        prop_assert_eq!(t.used_frames(), owner.len() as u64);
+        let loads: u32 = (0..8).map(|b| { let (f, k) = t.loads(b); f + k }).sum();
+        prop_assert_eq!(u64::from(loads), t.used_frames());
+        for (&(asid, vpn), &pfn) in &frame_of {
+            let cpfn = t.map.encode(asid, vpn, pfn).unwrap();
+            prop_assert_eq!(t.map.decode(asid, vpn, cpfn), Some(pfn));
+        }
+    }
+}
