@@ -108,6 +108,23 @@ impl FramePolicy for IcebergFrames {
         }
     }
 
+    fn refusal(&self) -> Option<String> {
+        let t = &self.table;
+        let g = t.map.geometry;
+        t.first_conflict().map(|first| {
+            format!(
+                "associativity conflict: all {} frames the page may take are in use, with the \
+                 pool {:.2}% full ({} conflicts so far, the first at {:.2}%); shrink the \
+                 footprint or enlarge {} (swapping for mosaic is not modelled yet)",
+                g.associativity(),
+                100.0 * t.utilisation(),
+                t.counters.conflicts,
+                100.0 * first,
+                self.key
+            )
+        })
+    }
+
     fn owns(&self, pfn: Pfn) -> bool {
         self.table.map.contains(pfn)
     }

@@ -268,3 +268,69 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_table_holds_cpfns_that_decode_to_the_allocators_frames() {
+    use super::table::MosaicTable;
+    use crate::addr::VirtAddr;
+    use crate::pt::store::PtStore;
+    use crate::pt::{PageTable, PtContext};
+    let cfg = MosaicConfig {
+        pool_bytes: 64 << 20,
+        ..MosaicConfig::default()
+    };
+    let mut alloc = IcebergTable::new(cfg.map(256 << 20, 5).unwrap());
+    let mut store = PtStore::new();
+    let mut buddy = BuddyAllocator::new((256 << 20) / 4096);
+    let mut ctx = PtContext {
+        store: &mut store,
+        buddy: &mut buddy,
+    };
+    let mut table = MosaicTable::new(&mut ctx, 4, cfg.map(256 << 20, 5).unwrap(), 2).unwrap();
+    let base = 0x7f00_0000_0u64; // a VPN
+    let mut truth = HashMap::new();
+    // Pages 0..600 of a region, every third one left unmapped.
+    for i in (0..600u64).filter(|i| i % 3 != 1) {
+        let (pfn, _) = alloc.insert(2, base + i).unwrap();
+        table
+            .map(&mut ctx, Vpn(base + i), pfn, PageSize::Size4K)
+            .unwrap();
+        truth.insert(base + i, pfn);
+    }
+    let unmapped = table.iceberg().geometry.unmapped();
+    let mut toc = [0u8; 8];
+    for i in (0..600u64).filter(|i| i % 3 != 1) {
+        let va = Vpn(base + i).addr();
+        let first = table.toc(ctx.store, va, &mut toc).unwrap();
+        assert_eq!(first.0 % 64, 0, "an 8-page ToC is one aligned line");
+        for (j, &cpfn) in toc.iter().enumerate() {
+            let vpn = (base + i) / 8 * 8 + j as u64;
+            match truth.get(&vpn) {
+                Some(&pfn) => assert_eq!(table.iceberg().decode(2, vpn, cpfn), Some(pfn)),
+                None => assert_eq!(cpfn, unmapped, "page {vpn:#x}"),
+            }
+        }
+        assert_eq!(
+            table.read_mapping(ctx.store, va),
+            Some(Some((truth[&(base + i)], PageSize::Size4K)))
+        );
+    }
+    // A page of another address space's frame is refused.
+    let other = alloc.insert(3, base + 1).unwrap().0;
+    assert!(table
+        .map(&mut ctx, Vpn(base + 1), other, PageSize::Size4K)
+        .is_err_and(|e| e.to_string().contains("is not one of the 104 frames")));
+    // Unmapping gives the frame back; corruption names another frame of the page's.
+    assert_eq!(
+        table.unmap(&mut ctx, Vpn(base + 3), PageSize::Size4K),
+        Some(truth[&(base + 3)])
+    );
+    assert!(table.corrupt(ctx.store, Vpn(base), PageSize::Size4K));
+    let wrong = table
+        .read_mapping(ctx.store, VirtAddr(base << 12))
+        .unwrap()
+        .unwrap()
+        .0;
+    assert_ne!(wrong, truth[&base]);
+    assert!(table.iceberg().encode(2, base, wrong).is_some());
+}
