@@ -183,12 +183,30 @@ impl IcebergMap {
         (self.base..self.base + self.frames()).contains(&pfn.0)
     }
 
+    /// Hash `i` of page `vpn` of `asid` (0: front yard; 1..=d: backyard).
+    #[inline(always)]
+    fn hash(&self, asid: u16, vpn: u64, i: u32) -> u64 {
+        self.hash.hash(&TabulationHash::key(asid, vpn), i as u8)
+    }
+
+    /// The bucket of hash `h`: multiply-shift onto 0..buckets (its high bits; uniform for any
+    /// bucket count, no division).
+    #[inline(always)]
+    fn bucket_of(&self, h: u64) -> u64 {
+        ((h as u128 * self.buckets as u128) >> 64) as u64
+    }
+
     /// The bucket hash `i` sends page `vpn` of `asid` to (0: front yard; 1..=d: backyard).
     #[inline(always)]
     pub fn bucket(&self, asid: u16, vpn: u64, i: u32) -> u64 {
-        let h = self.hash.hash(&TabulationHash::key(asid, vpn), i as u8);
-        // Multiply-shift onto 0..buckets: uniform for any bucket count, no division.
-        ((h as u128 * self.buckets as u128) >> 64) as u64
+        self.bucket_of(self.hash(asid, vpn, i))
+    }
+
+    /// The bucket hash `i` sends the page to, and the slot of a yard of `len` where the
+    /// allocator starts looking for a free one (from the hash's low bits).
+    fn bucket_and_start(&self, asid: u16, vpn: u64, i: u32, len: u32) -> (u64, u32) {
+        let h = self.hash(asid, vpn, i);
+        (self.bucket_of(h), (h as u32) % len)
     }
 
     /// The first frame of bucket `bucket`.
@@ -335,22 +353,31 @@ impl IcebergTable {
         }
     }
 
-    /// The lowest free frame of `len` frames from `first`, if any.
-    fn free_in(&self, first: u64, len: u32) -> Option<u64> {
-        (first..first + u64::from(len)).find(|&f| !self.is_used(Pfn(f)))
+    /// The first free frame of the `len` frames from `first`, looking from slot `start` on
+    /// (wrapping), if any.
+    fn free_in(&self, first: u64, len: u32, start: u32) -> Option<u64> {
+        (0..len)
+            .map(|i| first + u64::from((start + i) % len))
+            .find(|&f| !self.is_used(Pfn(f)))
     }
 
     /// Place page `vpn` of `asid` (§2.3): a front-yard slot of its hash-0 bucket if one is
     /// free, else a backyard slot of the least-loaded of its `d` backyard buckets (the first
     /// of equals). Returns the frame and its CPFN, or `None` on an associativity conflict
     /// (every candidate slot is taken), which is counted.
+    ///
+    /// Which free slot of the yard a page takes is the allocator's choice (the prototype
+    /// keeps a free list per bucket): the first free one from a slot its hash gives. Taking
+    /// the lowest free slot instead would put the pages of a lightly used pool in the first
+    /// slots of every bucket, frames whose low address bits agree, and so crowd them into a
+    /// few sets of every physically indexed cache.
     pub fn insert(&mut self, asid: u16, vpn: u64) -> Option<(Pfn, u8)> {
         let g = self.map.geometry;
-        let front = self.map.bucket(asid, vpn, 0);
+        let (front, start) = self.map.bucket_and_start(asid, vpn, 0, g.front);
         let slot = if u32::from(self.front_load[front as usize]) < g.front {
             let first = self.map.bucket_base(front);
             let pfn = self
-                .free_in(first, g.front)
+                .free_in(first, g.front, start)
                 .expect("the load counts the used slots");
             self.front_load[front as usize] += 1;
             self.counters.front_yard += 1;
@@ -365,8 +392,9 @@ impl IcebergTable {
                 return None;
             }
             let first = self.map.bucket_base(bucket) + u64::from(g.front);
+            let (_, start) = self.map.bucket_and_start(asid, vpn, 1 + choice, g.back);
             let pfn = self
-                .free_in(first, g.back)
+                .free_in(first, g.back, start)
                 .expect("the load counts the used slots");
             self.back_load[bucket as usize] += 1;
             self.counters.backyard += 1;

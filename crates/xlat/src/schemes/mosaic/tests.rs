@@ -334,3 +334,20 @@ fn the_table_holds_cpfns_that_decode_to_the_allocators_frames() {
     assert_ne!(wrong, truth[&base]);
     assert!(table.iceberg().encode(2, base, wrong).is_some());
 }
+
+#[test]
+fn pages_of_a_lightly_used_pool_spread_over_the_slots() {
+    // 2,000 pages in 16,384 buckets: most buckets get one page. Their frames' low six bits
+    // (the slot, and the bits a physically indexed cache's set index reads) must not all be
+    // the first slots, or every cache would see them in a few sets.
+    let mut t = table(1 << 14, 0, 4);
+    let mut per_slot = [0u32; 64];
+    for vpn in 0..2000u64 {
+        let (pfn, _) = t.insert(1, 0x40000 + vpn).unwrap();
+        per_slot[(pfn.0 % 64) as usize] += 1;
+    }
+    let used = per_slot[..56].iter().filter(|&&n| n > 0).count();
+    assert_eq!(used, 56, "every front-yard slot in use: {per_slot:?}");
+    let most = *per_slot.iter().max().unwrap();
+    assert!(most < 2000 / 56 * 2, "no slot crowded: {per_slot:?}");
+}
