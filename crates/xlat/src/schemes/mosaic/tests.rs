@@ -287,7 +287,7 @@ fn the_table_holds_cpfns_that_decode_to_the_allocators_frames() {
         buddy: &mut buddy,
     };
     let mut table = MosaicTable::new(&mut ctx, 4, cfg.map(256 << 20, 5).unwrap(), 2).unwrap();
-    let base = 0x7f00_0000_0u64; // a VPN
+    let base = 0x7_f000_0000_u64; // a VPN
     let mut truth = HashMap::new();
     // Pages 0..600 of a region, every third one left unmapped.
     for i in (0..600u64).filter(|i| i % 3 != 1) {
