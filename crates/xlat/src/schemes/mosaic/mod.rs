@@ -294,10 +294,10 @@ impl MmuScheme for MosaicMmu {
         }
     }
 
+    /// Mosaic maps 4 KiB pages only (its table refuses others), so a shootdown is of one.
     fn invalidate(&mut self, vpn: Vpn, size: PageSize, asid: u16, _: &mut ()) {
-        for page in 0..size.base_pages() {
-            self.tlb.invalidate(Vpn(vpn.0 + page), asid);
-        }
+        debug_assert_eq!(size, PageSize::Size4K);
+        self.tlb.invalidate(vpn, asid);
     }
 
     fn flush(&mut self) {
@@ -408,9 +408,7 @@ impl MmuScheme for VanillaMmu {
     }
 
     fn invalidate(&mut self, vpn: Vpn, size: PageSize, asid: u16, _: &mut ()) {
-        for page in 0..size.base_pages() {
-            self.tlb.invalidate(Vpn(vpn.0 + page), asid);
-        }
+        self.tlb.invalidate(vpn, size.base_pages(), asid);
     }
 
     fn flush(&mut self) {

@@ -391,3 +391,22 @@ fn the_first_conflict_comes_later_with_more_choices_and_a_bigger_front_yard() {
     // of 104 would be worth far less: d = 1 conflicts well below 97%.
     assert!(by_d[0] < 0.97 && by_d[2] > 0.97, "{by_d:?}");
 }
+
+#[test]
+fn the_vanilla_tlb_drops_a_huge_pages_pieces_in_one_pass() {
+    use super::tlb::VanillaTlb;
+    use crate::addr::VirtAddr;
+    let cfg = MosaicConfig::default().tlb;
+    let mut tlb = VanillaTlb::new(&cfg);
+    for vpn in [512u64, 513, 1000, 1024] {
+        tlb.fill(Vpn(vpn), 1, Pfn(vpn + 7));
+    }
+    tlb.fill(Vpn(513), 2, Pfn(9));
+    // The 2 MiB page at VPN 512 covers 512..1024 of ASID 1 only.
+    tlb.invalidate(Vpn(512), 512, 1);
+    assert_eq!(tlb.stats.invalidations, 3);
+    let hit = |tlb: &mut VanillaTlb, vpn: u64, asid| tlb.lookup(VirtAddr(vpn << 12), asid);
+    assert_eq!(hit(&mut tlb, 1024, 1), Some(Pfn(1031)));
+    assert_eq!(hit(&mut tlb, 513, 2), Some(Pfn(9)));
+    assert_eq!(hit(&mut tlb, 513, 1), None);
+}

@@ -219,9 +219,17 @@ impl VanillaTlb {
         }
     }
 
-    pub fn invalidate(&mut self, vpn: Vpn, asid: u16) {
-        if self.entries.invalidate(&Self::probe(vpn, asid)) {
-            self.stats.invalidations += 1;
-        }
+    /// Drop the 4 KiB entries of the `pages` pages from `vpn` (a huge page's pieces in one
+    /// pass over the array rather than a probe per piece).
+    pub fn invalidate(&mut self, vpn: Vpn, pages: u64, asid: u16) {
+        let dropped = if pages == 1 {
+            usize::from(self.entries.invalidate(&Self::probe(vpn, asid)))
+        } else {
+            let range = vpn.0..vpn.0 + pages;
+            self.entries.invalidate_where(|tag, _| {
+                PageEntry::asid_of(tag) == asid && range.contains(&PageEntry::vpn_of(tag))
+            })
+        };
+        self.stats.invalidations += dropped as u64;
     }
 }
