@@ -65,7 +65,9 @@ def test_run_verify_and_out(run_cli, tmp_path: Path) -> None:
     assert f"verified {checked:,} translations" in " ".join(summary.split())
 
 
-@pytest.mark.parametrize("preset", ["baseline-radix", "ecpt", "mehpt", "rmm", "utopia"])
+@pytest.mark.parametrize(
+    "preset", ["baseline-radix", "ecpt", "mehpt", "rmm", "utopia", "mosaic", "mosaic-vanilla"]
+)
 def test_verify_catches_an_injected_wrong_translation(run_cli, preset: str) -> None:
     # The self-test of --verify: after 1000 checked translations the scheme's own structures
     # are corrupted for the next page; the run must stop there with the check's message.

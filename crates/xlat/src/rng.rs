@@ -66,6 +66,8 @@ pub mod stream {
     pub const FRAME_ORDER: u64 = 6;
     /// Address-space layout randomisation (`os.aslr`).
     pub const LAYOUT: u64 = 7;
+    /// The tables of Mosaic's tabulation hash (shared by its allocator, tables and TLB).
+    pub const MOSAIC_HASH: u64 = 8;
 }
 
 #[cfg(test)]

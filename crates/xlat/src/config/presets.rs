@@ -88,6 +88,30 @@ pub const PRESETS: &[(&str, &str)] = &[
         "shadow-2m",
         include_str!("../../../../python/xlat/presets/shadow-2m.toml"),
     ),
+    (
+        "mosaic",
+        include_str!("../../../../python/xlat/presets/mosaic.toml"),
+    ),
+    (
+        "mosaic-vanilla",
+        include_str!("../../../../python/xlat/presets/mosaic-vanilla.toml"),
+    ),
+    (
+        "mosaic-8",
+        include_str!("../../../../python/xlat/presets/mosaic-8.toml"),
+    ),
+    (
+        "mosaic-16",
+        include_str!("../../../../python/xlat/presets/mosaic-16.toml"),
+    ),
+    (
+        "mosaic-32",
+        include_str!("../../../../python/xlat/presets/mosaic-32.toml"),
+    ),
+    (
+        "mosaic-64",
+        include_str!("../../../../python/xlat/presets/mosaic-64.toml"),
+    ),
 ];
 
 pub fn get(name: &str) -> Option<&'static str> {

@@ -82,6 +82,13 @@ pub trait FramePolicy: Send {
         buddy.free(pfn, size.order());
     }
 
+    /// Why the last [`FramePolicy::frame`] gave no frame, when the reason is the policy's
+    /// own rather than memory being full (Mosaic: an associativity conflict); the OS's
+    /// out-of-memory error then says it.
+    fn refusal(&self) -> Option<String> {
+        None
+    }
+
     /// Pages displaced by the frames chosen since the last call, for the OS to move.
     fn take_evictions(&mut self) -> Vec<Eviction> {
         Vec::new()

@@ -580,11 +580,19 @@ impl<T: PageTable> Process<T> {
             None => frames
                 .frame(ctx.buddy, self.pid, vpn, PageSize::Size4K)
                 .map(|p| (p, PageSize::Size4K))
-                .ok_or_else(|| self.out_of_memory(vpn)),
+                .ok_or_else(|| self.out_of_memory(vpn, frames.refusal())),
         }
     }
 
-    fn out_of_memory(&self, vpn: Vpn) -> Error {
+    /// No frame for `vpn`: memory is full, or the frame policy says why it gave none.
+    fn out_of_memory(&self, vpn: Vpn, refusal: Option<String>) -> Error {
+        if let Some(why) = refusal {
+            return Error::OutOfMemory(format!(
+                "no frame for pid {} at {:?}: {why}",
+                self.pid,
+                vpn.addr()
+            ));
+        }
         Error::OutOfMemory(format!(
             "no free frame for pid {} at {:?}; the footprint exceeds os.physmem.bytes \
              (raise it, or set os.swap.enabled = true to page out)",

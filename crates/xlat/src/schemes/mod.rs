@@ -13,6 +13,7 @@
 //! for a [`Visitor`], the only place a name is matched.
 
 pub mod hashed;
+pub mod mosaic;
 pub mod perfect_tlb;
 pub mod pom_tlb;
 pub mod radix;
@@ -116,6 +117,10 @@ registry! {
          Dual/VMM/Guest Direct segment modes (Gandhi et al., MICRO'14)";
     "shadow" => virt::Shadow,
         "a guest on a VMM with shadow paging: 1D walks of shadow tables, trapped guest PTE writes";
+    "mosaic" => mosaic::Mosaic,
+        "Mosaic pages: iceberg-hashed memory, TLB entries holding a ToC of CPFNs, ToC page-table leaves";
+    "mosaic-vanilla" => mosaic::MosaicVanilla,
+        "Mosaic's vanilla comparator: the mosaic TLB's geometry with one-page entries, radix, buddy";
     "direct-segment" => virt::DirectSegments,
         "radix paging plus a direct segment per primary region, checked beside the L2 TLB";
 }
@@ -153,6 +158,7 @@ sections! {
     rmm: rmm::RmmConfig;
     utopia: utopia::UtopiaConfig;
     virt: virt::VirtConfig;
+    mosaic: mosaic::MosaicConfig;
 }
 
 fn unknown(name: &str) -> Error {

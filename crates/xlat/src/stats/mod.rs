@@ -182,9 +182,10 @@ pub struct EpochSample {
     /// (Utopia Fig 3 averages these over epochs of 1M instructions).
     pub l2_translation_fraction: f64,
     pub llc_translation_fraction: f64,
-    /// Slots in use of each RestSeg (`[schemes.utopia] restsegs` order) at the end of the
-    /// epoch (Utopia Fig 19; each total is `os.frames.restsegs[i].stats.slots`). Absent for
-    /// schemes without RestSegs.
+    /// Slots in use of each region the frame policy manages itself, at the end of the epoch:
+    /// each RestSeg of Utopia (`[schemes.utopia] restsegs` order; Fig 19; each total is
+    /// `os.frames.restsegs[i].stats.slots`), Mosaic's iceberg pool (one region; its total is
+    /// `os.frames.pool_frames`). Absent for schemes without one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub restseg_used: Vec<u64>,
 }
