@@ -1,0 +1,458 @@
+//! Misses of many LRU set-associative geometries counted in one pass over a stream of tags.
+//!
+//! A reference to tag `t` in a structure of `S` sets (set `t mod S`, the low bits, as
+//! [`SetAssoc`](crate::assoc::SetAssoc) is indexed) hits a `W`-way LRU array if and only if
+//! fewer than `W` other tags of its set were referenced since `t` was last: LRU keeps in each
+//! set the `W` most recently used tags of the set. That number, the reference's *rank* in its
+//! set's LRU stack, does not depend on `W` (the stack property of LRU, Mattson et al. 1970),
+//! so one stack per set answers for every way count at once, and one pass per set count
+//! answers for every geometry of that set count.
+//!
+//! Only ranks below the largest way count asked of a set count matter: each set count keeps
+//! the stacks' top `W_max` tags, an LRU array of `S x W_max` slots whose sets are linked
+//! lists in recency order (a hit moves its slot to the front, a miss takes the back one's
+//! slot: both in constant time), and a table from each tag ever seen to the slot it holds in
+//! each set count's array (none once evicted). A reference therefore costs one hash-table
+//! lookup and constant work per set count, whatever the associativity: 1024 ways are no
+//! dearer than one. A hit whose rank matters (a set count asked for several way counts)
+//! reads its set's last-use stamps to rank itself, unless fewer references than the smallest
+//! of those way counts reached its set since it was last used (its rank is below that count
+//! then, a hit in all of them).
+//!
+//! A reference to the tag referenced just before it is the top of its stack in every set
+//! count: a hit everywhere that changes nothing, counted without a lookup.
+//!
+//! A *forced miss* ([`LruGeometries::reference`] with `forced`) counts as a miss in every
+//! geometry but leaves the stacks as any reference does, its tag most recently used: what a
+//! TLB whose entry is present but cannot answer (a Mosaic entry whose page's frame number is
+//! not valid yet) does when the walk refills that entry in place.
+
+use rustc_hash::FxHashMap;
+
+/// A set-associative geometry: `sets` (a power of two) x `ways`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Geometry {
+    pub sets: u32,
+    pub ways: u32,
+}
+
+/// No tag: the reserved value (as in [`SetAssoc`](crate::assoc::SetAssoc)).
+const NO_TAG: u64 = u64::MAX;
+/// The end of a set's list.
+const NIL: u32 = u32::MAX;
+
+/// The LRU arrays of one set count: `sets x ways` slots, `ways` the most any geometry of this
+/// set count asks for.
+#[derive(Clone, Debug)]
+struct SetCount {
+    sets: usize,
+    ways: usize,
+    /// The geometries of this set count as `(ways, index in the counter's geometries)`, by
+    /// ascending ways.
+    asked: Vec<(u32, usize)>,
+    /// Fewest ways asked (`asked[0].0`).
+    fewest: u64,
+    /// Per slot: the tag's id, its neighbours in its set's list (ways of the set; `NIL` at the
+    /// ends), its last use on its set's clock.
+    id: Vec<u32>,
+    newer: Vec<u32>,
+    older: Vec<u32>,
+    stamp: Vec<u64>,
+    /// Per set: most and least recently used way, slots in use, references so far.
+    front: Vec<u32>,
+    back: Vec<u32>,
+    used: Vec<u32>,
+    clock: Vec<u64>,
+}
+
+impl SetCount {
+    fn new(sets: usize, ways: usize) -> SetCount {
+        SetCount {
+            sets,
+            ways,
+            asked: Vec::new(),
+            fewest: 0,
+            id: vec![u32::MAX; sets * ways],
+            newer: vec![NIL; sets * ways],
+            older: vec![NIL; sets * ways],
+            stamp: vec![0; sets * ways],
+            front: vec![NIL; sets],
+            back: vec![NIL; sets],
+            used: vec![0; sets],
+            clock: vec![0; sets],
+        }
+    }
+
+    /// Unlink way `w` of `set` (at `base`) from its list.
+    #[inline(always)]
+    fn unlink(&mut self, set: usize, base: usize, w: u32) {
+        let (n, o) = (self.newer[base + w as usize], self.older[base + w as usize]);
+        if n == NIL {
+            self.front[set] = o;
+        } else {
+            self.older[base + n as usize] = o;
+        }
+        if o == NIL {
+            self.back[set] = n;
+        } else {
+            self.newer[base + o as usize] = n;
+        }
+    }
+
+    /// Link way `w` of `set` (at `base`) at the front of its list, stamped now.
+    #[inline(always)]
+    fn push_front(&mut self, set: usize, base: usize, w: u32) {
+        let f = self.front[set];
+        self.newer[base + w as usize] = NIL;
+        self.older[base + w as usize] = f;
+        if f == NIL {
+            self.back[set] = w;
+        } else {
+            self.newer[base + f as usize] = w;
+        }
+        self.front[set] = w;
+        self.clock[set] += 1;
+        self.stamp[base + w as usize] = self.clock[set];
+    }
+
+    /// How many tags of `set` (at `base`) were used since way `w`'s.
+    #[cold]
+    fn rank(&self, base: usize, set: usize, w: u32) -> u64 {
+        let mine = self.stamp[base + w as usize];
+        let used = self.used[set] as usize;
+        self.stamp[base..base + used]
+            .iter()
+            .filter(|&&s| s > mine)
+            .count() as u64
+    }
+}
+
+/// Counts the misses of LRU arrays of several geometries over one stream of tags, exactly as
+/// separate [`SetAssoc`](crate::assoc::SetAssoc) arrays with LRU replacement would (see the
+/// module's documentation).
+#[derive(Clone, Debug)]
+pub struct LruGeometries {
+    geometries: Vec<Geometry>,
+    counts: Vec<SetCount>,
+    misses: Vec<u64>,
+    /// Id of every tag seen.
+    ids: FxHashMap<u64, u32>,
+    /// `resident[id * counts.len() + k]`: way + 1 of the tag in set count `k`'s array, 0 if
+    /// it is not there.
+    resident: Vec<u32>,
+    last: u64,
+    references: u64,
+    forced: u64,
+}
+
+impl LruGeometries {
+    /// A counter for `geometries` (each `sets` a power of two, `ways` at least 1; in any order,
+    /// repeats allowed). Host memory: the slots of the largest geometry of each set count,
+    /// and per distinct tag a table entry and a `u32` per set count.
+    pub fn new(geometries: &[Geometry]) -> LruGeometries {
+        let mut counts: Vec<SetCount> = Vec::new();
+        for (i, g) in geometries.iter().enumerate() {
+            assert!(
+                g.sets.is_power_of_two() && g.ways > 0,
+                "a geometry has a power-of-two set count and ways: {g:?}"
+            );
+            let sets = g.sets as usize;
+            let most = geometries
+                .iter()
+                .filter(|h| h.sets == g.sets)
+                .map(|h| h.ways as usize)
+                .max()
+                .expect("g itself");
+            let k = match counts.iter().position(|c| c.sets == sets) {
+                Some(k) => k,
+                None => {
+                    counts.push(SetCount::new(sets, most));
+                    counts.len() - 1
+                }
+            };
+            counts[k].asked.push((g.ways, i));
+        }
+        for c in &mut counts {
+            c.asked.sort();
+            c.fewest = c.asked[0].0.into();
+        }
+        LruGeometries {
+            geometries: geometries.to_vec(),
+            counts,
+            misses: vec![0; geometries.len()],
+            ids: FxHashMap::default(),
+            resident: Vec::new(),
+            last: NO_TAG,
+            references: 0,
+            forced: 0,
+        }
+    }
+
+    /// The geometries, in the order given.
+    pub fn geometries(&self) -> &[Geometry] {
+        &self.geometries
+    }
+
+    /// Misses of each geometry (in the order given) since the last [`LruGeometries::reset_counts`].
+    pub fn misses(&self) -> &[u64] {
+        &self.misses
+    }
+
+    /// References counted since the last [`LruGeometries::reset_counts`].
+    pub fn references(&self) -> u64 {
+        self.references
+    }
+
+    /// Forced misses among them.
+    pub fn forced(&self) -> u64 {
+        self.forced
+    }
+
+    /// Distinct tags seen since the counter was made.
+    pub fn distinct_tags(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Restart the counts; the stacks keep their contents (the end of a warm-up).
+    pub fn reset_counts(&mut self) {
+        self.misses.fill(0);
+        self.references = 0;
+        self.forced = 0;
+    }
+
+    /// One reference to `tag` (any value but `u64::MAX`); with `forced`, a miss in every
+    /// geometry that still leaves `tag` the most recently used of its set.
+    #[inline]
+    pub fn reference(&mut self, tag: u64, forced: bool) {
+        debug_assert_ne!(tag, NO_TAG, "u64::MAX is reserved");
+        self.references += 1;
+        if forced {
+            self.forced += 1;
+            self.misses.iter_mut().for_each(|m| *m += 1);
+        } else if tag == self.last {
+            // The front of its set in every array already: a hit everywhere, nothing moves.
+            return;
+        }
+        self.last = tag;
+        let n = self.counts.len();
+        let next = self.ids.len() as u32;
+        let id = *self.ids.entry(tag).or_insert(next);
+        if id == next {
+            self.resident.resize(self.resident.len() + n, 0);
+        }
+        let row = id as usize * n;
+        for k in 0..n {
+            let c = &mut self.counts[k];
+            let set = (tag as usize) & (c.sets - 1);
+            let base = set * c.ways;
+            match self.resident[row + k] {
+                0 => {
+                    // Beyond the largest array of this set count: a miss in each.
+                    if !forced {
+                        for &(_, g) in &c.asked {
+                            self.misses[g] += 1;
+                        }
+                    }
+                    let w = if (c.used[set] as usize) < c.ways {
+                        c.used[set] += 1;
+                        c.used[set] - 1
+                    } else {
+                        let w = c.back[set];
+                        c.unlink(set, base, w);
+                        let evicted = c.id[base + w as usize];
+                        self.resident[evicted as usize * n + k] = 0;
+                        w
+                    };
+                    c.id[base + w as usize] = id;
+                    c.push_front(set, base, w);
+                    self.resident[row + k] = w + 1;
+                }
+                held => {
+                    let w = held - 1;
+                    // Its rank is below the fewest ways asked if fewer references reached
+                    // the set since its last use: a hit in every array.
+                    if !forced && c.clock[set] - c.stamp[base + w as usize] >= c.fewest {
+                        let rank = c.rank(base, set, w);
+                        for &(ways, g) in &c.asked {
+                            if u64::from(ways) > rank {
+                                break;
+                            }
+                            self.misses[g] += 1;
+                        }
+                    }
+                    if c.front[set] != w {
+                        c.unlink(set, base, w);
+                        c.push_front(set, base, w);
+                    } else {
+                        c.clock[set] += 1;
+                        c.stamp[base + w as usize] = c.clock[set];
+                    }
+                }
+            }
+        }
+    }
+
+    /// `n` more references to the tag referenced last, none forced: hits everywhere.
+    #[inline]
+    pub fn repeat(&mut self, n: u64) {
+        debug_assert!(n == 0 || self.last != NO_TAG, "a repeat follows a reference");
+        self.references += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assoc::{Replacement, SetAssoc};
+
+    /// Misses of one geometry by a plain LRU array of the engine's own kind.
+    fn separate_run(g: Geometry, stream: &[(u64, bool)]) -> u64 {
+        let mut a: SetAssoc<()> = SetAssoc::new(g.sets as usize, g.ways as usize, Replacement::Lru);
+        let mut misses = 0;
+        for &(tag, forced) in stream {
+            let set = a.set_of(tag);
+            let hit = a.lookup(set, tag).is_some();
+            if !hit {
+                a.insert_absent(set, tag, ());
+            }
+            misses += u64::from(!hit || forced);
+        }
+        misses
+    }
+
+    /// Every power-of-two set count of `entries` entries.
+    fn all_set_counts(entries: u32) -> Vec<Geometry> {
+        (0..=entries.trailing_zeros())
+            .map(|b| Geometry {
+                sets: 1 << b,
+                ways: entries >> b,
+            })
+            .collect()
+    }
+
+    /// A hand-worked stream: 2 sets x 2 ways, and 1 set x 4 ways, and 1 set x 1 way.
+    ///
+    /// Tags 0, 2, 4 fall in set 0 of 2 sets; 1 in set 1.
+    ///
+    /// ```text
+    /// ref   2x2 set 0 stack (MRU first)  2x2       1x4 stack         1x4     1x1
+    /// 0     [0]                          miss      [0]               miss    miss
+    /// 2     [2 0]                        miss      [2 0]             miss    miss
+    /// 1     (set 1: [1])                 miss      [1 2 0]           miss    miss
+    /// 0     [0 2]   rank 1 < 2           hit       [0 1 2] rank 2    hit     miss
+    /// 4     [4 0 2] evicts 2             miss      [4 0 1 2]         miss    miss
+    /// 2     [2 4 0] evicts 0             miss      [2 4 0 1] rank 3  hit     miss
+    /// 2     repeat                       hit       repeat            hit     hit
+    /// 1*    forced (set 1 [1])           miss      [1 2 4 0] forced  miss    miss
+    /// 0     [0 2 4] rank 2 evicted       miss      [0 1 2 4] rank 3  hit     miss
+    /// ```
+    #[test]
+    fn hand_worked_example() {
+        let gs = [
+            Geometry { sets: 2, ways: 2 },
+            Geometry { sets: 1, ways: 4 },
+            Geometry { sets: 1, ways: 1 },
+        ];
+        let mut c = LruGeometries::new(&gs);
+        let stream = [
+            (0, false),
+            (2, false),
+            (1, false),
+            (0, false),
+            (4, false),
+            (2, false),
+            (2, false),
+            (1, true),
+            (0, false),
+        ];
+        for &(t, f) in &stream {
+            c.reference(t, f);
+        }
+        assert_eq!(c.misses(), &[7, 5, 8]);
+        assert_eq!(c.references(), 9);
+        assert_eq!(c.forced(), 1);
+        assert_eq!(c.distinct_tags(), 4);
+        for (g, &m) in gs.iter().zip(c.misses()) {
+            assert_eq!(separate_run(*g, &stream), m, "{g:?}");
+        }
+    }
+
+    #[test]
+    fn repeats_and_reset_count_as_hits() {
+        let gs = all_set_counts(8);
+        let mut c = LruGeometries::new(&gs);
+        c.reference(5, false);
+        c.repeat(10);
+        c.reference(5, false);
+        assert_eq!(c.references(), 12);
+        assert!(c.misses().iter().all(|&m| m == 1));
+        c.reset_counts();
+        c.reference(5, false);
+        assert!(c.misses().iter().all(|&m| m == 0));
+        c.reference(5, true);
+        assert!(c.misses().iter().all(|&m| m == 1));
+    }
+
+    /// Streams with locality at every scale: mostly a small working set, sometimes a larger
+    /// one, sometimes anything, and runs of one tag.
+    fn stream() -> impl proptest::strategy::Strategy<Value = Vec<(u64, bool)>> {
+        use proptest::prelude::*;
+        let tag = prop_oneof![
+            6 => 0u64..24,
+            3 => 0u64..200,
+            1 => 0u64..5000,
+            1 => (0u64..64).prop_map(|t| t << 40 | 3),
+        ];
+        proptest::collection::vec((tag, proptest::bool::weighted(0.08)), 1..1500)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// For every power-of-two set count of 64 entries, and of 16, and a few odd way
+        /// counts, one pass counts exactly the misses that a separate LRU `SetAssoc` of each
+        /// geometry counts, forced misses included.
+        #[test]
+        fn one_pass_equals_separate_runs(stream in stream()) {
+            let mut gs = all_set_counts(64);
+            gs.extend(all_set_counts(16));
+            gs.extend([Geometry { sets: 4, ways: 3 }, Geometry { sets: 1, ways: 7 }, Geometry { sets: 8, ways: 5 }]);
+            let mut c = LruGeometries::new(&gs);
+            for &(t, f) in &stream {
+                c.reference(t, f);
+            }
+            for (g, &m) in gs.iter().zip(c.misses()) {
+                proptest::prop_assert_eq!(separate_run(*g, &stream), m, "{:?}", g);
+            }
+            proptest::prop_assert_eq!(c.references(), stream.len() as u64);
+        }
+    }
+
+    /// A long stream over a large footprint, as a TLB profile sees: 1024 entries, all set
+    /// counts, against separate runs.
+    #[test]
+    fn a_thousand_ways_equal_separate_runs() {
+        let mut rng = crate::rng::Rng::new(7, 0);
+        let mut stream = Vec::new();
+        let mut hot = 0u64;
+        for i in 0..60_000u64 {
+            let t = match rng.below(10) {
+                0..=5 => hot + rng.below(700),
+                6..=8 => rng.below(3000),
+                _ => rng.below(1 << 20),
+            };
+            if i % 5000 == 0 {
+                hot += 500;
+            }
+            stream.push((t, rng.below(50) == 0));
+        }
+        let gs = all_set_counts(1024);
+        let mut c = LruGeometries::new(&gs);
+        for &(t, f) in &stream {
+            c.reference(t, f);
+        }
+        for (g, &m) in gs.iter().zip(c.misses()) {
+            assert_eq!(separate_run(*g, &stream), m, "{g:?}");
+        }
+    }
+}
