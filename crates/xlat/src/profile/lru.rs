@@ -295,7 +295,10 @@ impl LruGeometries {
     /// `n` more references to the tag referenced last, none forced: hits everywhere.
     #[inline]
     pub fn repeat(&mut self, n: u64) {
-        debug_assert!(n == 0 || self.last != NO_TAG, "a repeat follows a reference");
+        debug_assert!(
+            n == 0 || self.last != NO_TAG,
+            "a repeat follows a reference"
+        );
         self.references += n;
     }
 }
