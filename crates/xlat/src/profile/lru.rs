@@ -27,7 +27,85 @@
 //! TLB whose entry is present but cannot answer (a Mosaic entry whose page's frame number is
 //! not valid yet) does when the walk refills that entry in place.
 
-use rustc_hash::FxHashMap;
+/// Every tag seen, each with its row: its way + 1 in each set count's array (0: not held).
+/// Open addressing with linear probing; a tag and its row are adjacent words, so a reference
+/// reads both in one access to host memory (the table outgrows the host's caches on large
+/// footprints, and is read at every reference to a new tag).
+#[derive(Clone, Debug)]
+struct TagTable {
+    /// Words per entry: the tag's two halves, then the row.
+    stride: usize,
+    words: Vec<u32>,
+    /// Entries - 1 (a power of two).
+    mask: usize,
+    /// log2 of the entries.
+    bits: u32,
+    len: usize,
+}
+
+impl TagTable {
+    fn new(width: usize) -> TagTable {
+        let bits = 10;
+        let stride = 2 + width;
+        TagTable {
+            stride,
+            words: Self::empty(stride, 1 << bits),
+            mask: (1 << bits) - 1,
+            bits,
+            len: 0,
+        }
+    }
+
+    fn empty(stride: usize, entries: usize) -> Vec<u32> {
+        let mut words = vec![0; stride * entries];
+        for e in 0..entries {
+            words[e * stride] = u32::MAX;
+            words[e * stride + 1] = u32::MAX;
+        }
+        words
+    }
+
+    #[inline(always)]
+    fn tag_at(&self, e: usize) -> u64 {
+        let at = e * self.stride;
+        u64::from(self.words[at]) | u64::from(self.words[at + 1]) << 32
+    }
+
+    /// The entry of `tag`, or the empty one where it would go.
+    #[inline(always)]
+    fn probe(&self, tag: u64) -> usize {
+        let h = (tag ^ tag >> 31).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - self.bits);
+        let mut e = h as usize;
+        loop {
+            let t = self.tag_at(e);
+            if t == tag || t == NO_TAG {
+                return e;
+            }
+            e = (e + 1) & self.mask;
+        }
+    }
+
+    /// Store `tag` in empty entry `e`.
+    #[inline(always)]
+    fn put(&mut self, e: usize, tag: u64) {
+        let at = e * self.stride;
+        self.words[at] = tag as u32;
+        self.words[at + 1] = (tag >> 32) as u32;
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn row(&self, e: usize) -> &[u32] {
+        let at = e * self.stride + 2;
+        &self.words[at..at + self.stride - 2]
+    }
+
+    #[inline(always)]
+    fn row_mut(&mut self, e: usize) -> &mut [u32] {
+        let at = e * self.stride + 2;
+        &mut self.words[at..at + self.stride - 2]
+    }
+}
 
 /// A set-associative geometry: `sets` (a power of two) x `ways`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -135,11 +213,9 @@ pub struct LruGeometries {
     geometries: Vec<Geometry>,
     counts: Vec<SetCount>,
     misses: Vec<u64>,
-    /// Id of every tag seen.
-    ids: FxHashMap<u64, u32>,
-    /// `resident[id * counts.len() + k]`: way + 1 of the tag in set count `k`'s array, 0 if
-    /// it is not there.
-    resident: Vec<u32>,
+    /// Every tag seen with its ways; a slot of a set count's array holds its tag's entry
+    /// here (its id).
+    tags: TagTable,
     last: u64,
     references: u64,
     forced: u64,
@@ -178,10 +254,9 @@ impl LruGeometries {
         }
         LruGeometries {
             geometries: geometries.to_vec(),
+            tags: TagTable::new(counts.len()),
             counts,
             misses: vec![0; geometries.len()],
-            ids: FxHashMap::default(),
-            resident: Vec::new(),
             last: NO_TAG,
             references: 0,
             forced: 0,
@@ -210,7 +285,7 @@ impl LruGeometries {
 
     /// Distinct tags seen since the counter was made.
     pub fn distinct_tags(&self) -> usize {
-        self.ids.len()
+        self.tags.len
     }
 
     /// Restart the counts; the stacks keep their contents (the end of a warm-up).
@@ -234,18 +309,19 @@ impl LruGeometries {
             return;
         }
         self.last = tag;
-        let n = self.counts.len();
-        let next = self.ids.len() as u32;
-        let id = *self.ids.entry(tag).or_insert(next);
-        if id == next {
-            self.resident.resize(self.resident.len() + n, 0);
+        let mut id = self.tags.probe(tag);
+        if self.tags.tag_at(id) == NO_TAG {
+            if 2 * (self.tags.len + 1) > self.tags.mask + 1 {
+                self.grow();
+                id = self.tags.probe(tag);
+            }
+            self.tags.put(id, tag);
         }
-        let row = id as usize * n;
-        for k in 0..n {
+        for k in 0..self.counts.len() {
             let c = &mut self.counts[k];
             let set = (tag as usize) & (c.sets - 1);
             let base = set * c.ways;
-            match self.resident[row + k] {
+            match self.tags.row(id)[k] {
                 0 => {
                     // Beyond the largest array of this set count: a miss in each.
                     if !forced {
@@ -260,12 +336,12 @@ impl LruGeometries {
                         let w = c.back[set];
                         c.unlink(set, base, w);
                         let evicted = c.id[base + w as usize];
-                        self.resident[evicted as usize * n + k] = 0;
+                        self.tags.row_mut(evicted as usize)[k] = 0;
                         w
                     };
-                    c.id[base + w as usize] = id;
+                    c.id[base + w as usize] = id as u32;
                     c.push_front(set, base, w);
-                    self.resident[row + k] = w + 1;
+                    self.tags.row_mut(id)[k] = w + 1;
                 }
                 held => {
                     let w = held - 1;
@@ -287,6 +363,32 @@ impl LruGeometries {
                         c.clock[set] += 1;
                         c.stamp[base + w as usize] = c.clock[set];
                     }
+                }
+            }
+        }
+    }
+
+    /// Double the tag table: every tag moves to a new entry, and the slots holding it are
+    /// told its new id.
+    #[cold]
+    fn grow(&mut self) {
+        let old = std::mem::replace(&mut self.tags, TagTable::new(self.counts.len()));
+        self.tags.bits = old.bits + 1;
+        self.tags.mask = (1 << self.tags.bits) - 1;
+        self.tags.words = TagTable::empty(old.stride, 1 << self.tags.bits);
+        for e in 0..=old.mask {
+            let tag = old.tag_at(e);
+            if tag == NO_TAG {
+                continue;
+            }
+            let moved = self.tags.probe(tag);
+            self.tags.put(moved, tag);
+            self.tags.row_mut(moved).copy_from_slice(old.row(e));
+            for (k, &held) in old.row(e).iter().enumerate() {
+                if held > 0 {
+                    let c = &mut self.counts[k];
+                    let set = (tag as usize) & (c.sets - 1);
+                    c.id[set * c.ways + held as usize - 1] = moved as u32;
                 }
             }
         }
