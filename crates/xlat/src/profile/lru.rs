@@ -11,10 +11,10 @@
 //! Only ranks below the largest way count asked of a set count matter: each set count keeps
 //! the stacks' top `W_max` tags, an LRU array of `S x W_max` slots whose sets are linked
 //! lists in recency order (a hit moves its slot to the front, a miss takes the back one's
-//! slot: both in constant time), and a table from each tag ever seen to the slot it holds in
-//! each set count's array (none once evicted). A reference therefore costs one hash-table
-//! lookup and constant work per set count, whatever the associativity: 1024 ways are no
-//! dearer than one. A hit whose rank matters (a set count asked for several way counts)
+//! slot: both in constant time), and a table from each tag ever seen to the slot it was last
+//! given in each set count's array (still its own if that slot's tag is it: an eviction
+//! writes nothing but the slot). A reference therefore costs one table lookup and constant
+//! work per set count, whatever the associativity: 1024 ways are no dearer than one. A hit whose rank matters (a set count asked for several way counts)
 //! reads its set's last-use stamps to rank itself, unless fewer references than the smallest
 //! of those way counts reached its set since it was last used (its rank is below that count
 //! then, a hit in all of them).
@@ -27,7 +27,8 @@
 //! TLB whose entry is present but cannot answer (a Mosaic entry whose page's frame number is
 //! not valid yet) does when the walk refills that entry in place.
 
-/// Every tag seen, each with its row: its way + 1 in each set count's array (0: not held).
+/// Every tag seen, each with its row: its way + 1 in each set count's array when it was last
+/// put there (0: never), which still holds it if that slot's id is the tag's.
 /// Open addressing with linear probing; a tag and its row are adjacent words, so a reference
 /// reads both in one access to host memory (the table outgrows the host's caches on large
 /// footprints, and is read at every reference to a new tag).
@@ -71,11 +72,16 @@ impl TagTable {
         u64::from(self.words[at]) | u64::from(self.words[at + 1]) << 32
     }
 
+    /// Where the search for `tag` starts.
+    #[inline(always)]
+    fn home(&self, tag: u64) -> usize {
+        ((tag ^ tag >> 31).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - self.bits)) as usize
+    }
+
     /// The entry of `tag`, or the empty one where it would go.
     #[inline(always)]
     fn probe(&self, tag: u64) -> usize {
-        let h = (tag ^ tag >> 31).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - self.bits);
-        let mut e = h as usize;
+        let mut e = self.home(tag);
         loop {
             let t = self.tag_at(e);
             if t == tag || t == NO_TAG {
@@ -119,6 +125,27 @@ const NO_TAG: u64 = u64::MAX;
 /// The end of a set's list.
 const NIL: u32 = u32::MAX;
 
+/// One slot of a set count's array: its tag's id (`u32::MAX`: never used), its neighbours in
+/// its set's recency list (ways of the set; `NIL` at the ends), its last use on its set's
+/// clock. Together, so that a reference touches one host cache line per slot it changes.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    stamp: u64,
+    id: u32,
+    newer: u32,
+    older: u32,
+}
+
+/// One set of a set count's array: its most and least recently used ways, the slots in
+/// use, the references it has had.
+#[derive(Clone, Copy, Debug)]
+struct SetHead {
+    clock: u64,
+    front: u32,
+    back: u32,
+    used: u32,
+}
+
 /// The LRU arrays of one set count: `sets x ways` slots, `ways` the most any geometry of this
 /// set count asks for.
 #[derive(Clone, Debug)]
@@ -130,77 +157,77 @@ struct SetCount {
     asked: Vec<(u32, usize)>,
     /// Fewest ways asked (`asked[0].0`).
     fewest: u64,
-    /// Per slot: the tag's id, its neighbours in its set's list (ways of the set; `NIL` at the
-    /// ends), its last use on its set's clock.
-    id: Vec<u32>,
-    newer: Vec<u32>,
-    older: Vec<u32>,
-    stamp: Vec<u64>,
-    /// Per set: most and least recently used way, slots in use, references so far.
-    front: Vec<u32>,
-    back: Vec<u32>,
-    used: Vec<u32>,
-    clock: Vec<u64>,
+    slots: Vec<Slot>,
+    heads: Vec<SetHead>,
 }
 
 impl SetCount {
     fn new(sets: usize, ways: usize) -> SetCount {
+        let slot = Slot {
+            stamp: 0,
+            id: u32::MAX,
+            newer: NIL,
+            older: NIL,
+        };
+        let head = SetHead {
+            clock: 0,
+            front: NIL,
+            back: NIL,
+            used: 0,
+        };
         SetCount {
             sets,
             ways,
             asked: Vec::new(),
             fewest: 0,
-            id: vec![u32::MAX; sets * ways],
-            newer: vec![NIL; sets * ways],
-            older: vec![NIL; sets * ways],
-            stamp: vec![0; sets * ways],
-            front: vec![NIL; sets],
-            back: vec![NIL; sets],
-            used: vec![0; sets],
-            clock: vec![0; sets],
+            slots: vec![slot; sets * ways],
+            heads: vec![head; sets],
         }
     }
 
     /// Unlink way `w` of `set` (at `base`) from its list.
     #[inline(always)]
     fn unlink(&mut self, set: usize, base: usize, w: u32) {
-        let (n, o) = (self.newer[base + w as usize], self.older[base + w as usize]);
-        if n == NIL {
-            self.front[set] = o;
+        let Slot { newer, older, .. } = self.slots[base + w as usize];
+        let head = &mut self.heads[set];
+        if newer == NIL {
+            head.front = older;
         } else {
-            self.older[base + n as usize] = o;
+            self.slots[base + newer as usize].older = older;
         }
-        if o == NIL {
-            self.back[set] = n;
+        if older == NIL {
+            head.back = newer;
         } else {
-            self.newer[base + o as usize] = n;
+            self.slots[base + older as usize].newer = newer;
         }
     }
 
     /// Link way `w` of `set` (at `base`) at the front of its list, stamped now.
     #[inline(always)]
     fn push_front(&mut self, set: usize, base: usize, w: u32) {
-        let f = self.front[set];
-        self.newer[base + w as usize] = NIL;
-        self.older[base + w as usize] = f;
+        let head = &mut self.heads[set];
+        let f = head.front;
+        head.front = w;
         if f == NIL {
-            self.back[set] = w;
+            head.back = w;
         } else {
-            self.newer[base + f as usize] = w;
+            self.slots[base + f as usize].newer = w;
         }
-        self.front[set] = w;
-        self.clock[set] += 1;
-        self.stamp[base + w as usize] = self.clock[set];
+        head.clock += 1;
+        let slot = &mut self.slots[base + w as usize];
+        slot.newer = NIL;
+        slot.older = f;
+        slot.stamp = head.clock;
     }
 
     /// How many tags of `set` (at `base`) were used since way `w`'s.
     #[cold]
     fn rank(&self, base: usize, set: usize, w: u32) -> u64 {
-        let mine = self.stamp[base + w as usize];
-        let used = self.used[set] as usize;
-        self.stamp[base..base + used]
+        let mine = self.slots[base + w as usize].stamp;
+        let used = self.heads[set].used as usize;
+        self.slots[base..base + used]
             .iter()
-            .filter(|&&s| s > mine)
+            .filter(|s| s.stamp > mine)
             .count() as u64
     }
 }
@@ -213,8 +240,9 @@ pub struct LruGeometries {
     geometries: Vec<Geometry>,
     counts: Vec<SetCount>,
     misses: Vec<u64>,
-    /// Every tag seen with its ways; a slot of a set count's array holds its tag's entry
-    /// here (its id).
+    /// Every tag seen with the way it was last given in each set count's array; a slot of
+    /// an array holds its tag's entry here (its id), which says whether the way is still the
+    /// tag's.
     tags: TagTable,
     last: u64,
     references: u64,
@@ -321,7 +349,15 @@ impl LruGeometries {
             let c = &mut self.counts[k];
             let set = (tag as usize) & (c.sets - 1);
             let base = set * c.ways;
-            match self.tags.row(id)[k] {
+            // The way the tag was last given in this array, if a slot still holds it: an
+            // eviction does not clear the evicted tag's row (a write to a random entry of a
+            // large table per set count and reference), the slot's own id says.
+            let held = match self.tags.row(id)[k] {
+                0 => 0,
+                w if c.slots[base + w as usize - 1].id == id as u32 => w,
+                _ => 0,
+            };
+            match held {
                 0 => {
                     // Beyond the largest array of this set count: a miss in each.
                     if !forced {
@@ -329,25 +365,28 @@ impl LruGeometries {
                             self.misses[g] += 1;
                         }
                     }
-                    let w = if (c.used[set] as usize) < c.ways {
-                        c.used[set] += 1;
-                        c.used[set] - 1
+                    let head = &mut c.heads[set];
+                    let w = if (head.used as usize) < c.ways {
+                        head.used += 1;
+                        head.used - 1
                     } else {
-                        let w = c.back[set];
+                        let w = head.back;
                         c.unlink(set, base, w);
-                        let evicted = c.id[base + w as usize];
-                        self.tags.row_mut(evicted as usize)[k] = 0;
                         w
                     };
-                    c.id[base + w as usize] = id as u32;
+                    c.slots[base + w as usize].id = id as u32;
                     c.push_front(set, base, w);
                     self.tags.row_mut(id)[k] = w + 1;
                 }
                 held => {
                     let w = held - 1;
-                    // Its rank is below the fewest ways asked if fewer references reached
-                    // the set since its last use: a hit in every array.
-                    if !forced && c.clock[set] - c.stamp[base + w as usize] >= c.fewest {
+                    // A hit in every array if only the largest is asked for, or if fewer
+                    // references than the fewest ways asked reached the set since its last
+                    // use (its rank is below that).
+                    if !forced
+                        && c.fewest < c.ways as u64
+                        && c.heads[set].clock - c.slots[base + w as usize].stamp >= c.fewest
+                    {
                         let rank = c.rank(base, set, w);
                         for &(ways, g) in &c.asked {
                             if u64::from(ways) > rank {
@@ -356,20 +395,21 @@ impl LruGeometries {
                             self.misses[g] += 1;
                         }
                     }
-                    if c.front[set] != w {
+                    if c.heads[set].front != w {
                         c.unlink(set, base, w);
                         c.push_front(set, base, w);
                     } else {
-                        c.clock[set] += 1;
-                        c.stamp[base + w as usize] = c.clock[set];
+                        let head = &mut c.heads[set];
+                        head.clock += 1;
+                        c.slots[base + w as usize].stamp = head.clock;
                     }
                 }
             }
         }
     }
 
-    /// Double the tag table: every tag moves to a new entry, and the slots holding it are
-    /// told its new id.
+    /// Double the tag table: every tag moves to a new entry (its row with it), and each slot
+    /// of the arrays is given its tag's new id.
     #[cold]
     fn grow(&mut self) {
         let old = std::mem::replace(&mut self.tags, TagTable::new(self.counts.len()));
@@ -378,20 +418,25 @@ impl LruGeometries {
         self.tags.words = TagTable::empty(old.stride, 1 << self.tags.bits);
         for e in 0..=old.mask {
             let tag = old.tag_at(e);
-            if tag == NO_TAG {
-                continue;
-            }
-            let moved = self.tags.probe(tag);
-            self.tags.put(moved, tag);
-            self.tags.row_mut(moved).copy_from_slice(old.row(e));
-            for (k, &held) in old.row(e).iter().enumerate() {
-                if held > 0 {
-                    let c = &mut self.counts[k];
-                    let set = (tag as usize) & (c.sets - 1);
-                    c.id[set * c.ways + held as usize - 1] = moved as u32;
-                }
+            if tag != NO_TAG {
+                let moved = self.tags.probe(tag);
+                self.tags.put(moved, tag);
+                self.tags.row_mut(moved).copy_from_slice(old.row(e));
             }
         }
+        for c in &mut self.counts {
+            for slot in c.slots.iter_mut().filter(|s| s.id != u32::MAX) {
+                slot.id = self.tags.probe(old.tag_at(slot.id as usize)) as u32;
+            }
+        }
+    }
+
+    /// Have the host cache the table entry a reference to `tag` will read (a hint, a few
+    /// references ahead: the table outgrows the host's caches at paper footprints).
+    #[inline(always)]
+    pub fn prefetch(&self, tag: u64) {
+        let at = self.tags.home(tag) * self.tags.stride;
+        crate::pt::store::prefetch_host(&self.tags.words[at]);
     }
 
     /// `n` more references to the tag referenced last, none forced: hits everywhere.

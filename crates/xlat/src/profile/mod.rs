@@ -204,6 +204,15 @@ impl TlbProfile {
         }
     }
 
+    /// Have the host cache what a reference to page `vpn` of `pid` a few records ahead will
+    /// read (a hint that changes no count).
+    #[inline]
+    pub fn prefetch(&self, pid: u16, vpn: u64) {
+        for (k, counter) in &self.arities {
+            counter.prefetch(u64::from(pid) << 48 | vpn / u64::from(*k));
+        }
+    }
+
     /// `n` more data references to the page referenced last.
     #[inline]
     pub fn repeat(&mut self, n: u64) {

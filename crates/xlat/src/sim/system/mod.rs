@@ -372,6 +372,16 @@ impl<S: Scheme> System<S> {
         }
     }
 
+    /// Have the host cache what the TLB profile will read for `rec`, a few records ahead.
+    #[inline(always)]
+    fn prefetch_profile(&self, rec: &Record) {
+        if let Some(p) = &self.profile {
+            if rec.op != Op::Ifetch {
+                p.prefetch(rec.pid, rec.vaddr.0 >> BASE_PAGE_SHIFT);
+            }
+        }
+    }
+
     /// Simulate one record on core `c`.
     #[inline]
     fn step_on(&mut self, c: usize, rec: &Record) -> Result<()> {
@@ -934,6 +944,7 @@ impl<S: Scheme> System<S> {
                 }
                 if fresh_pages >> PREFETCH_AHEAD & 1 == 1 {
                     self.prefetch(&buf[i + PREFETCH_AHEAD], Prefetch::Word);
+                    self.prefetch_profile(&buf[i + PREFETCH_AHEAD]);
                 }
                 let mut stepped = self.step_repeats(0, &buf, i, &mut fresh_pages);
                 if stepped == 0 {
@@ -980,6 +991,7 @@ impl<S: Scheme> System<S> {
                 }
                 if fresh_page(&buf, i + PREFETCH_AHEAD) {
                     self.prefetch(&buf[i + PREFETCH_AHEAD], Prefetch::Word);
+                    self.prefetch_profile(&buf[i + PREFETCH_AHEAD]);
                 }
                 let rec = &buf[i];
                 let c = rec.core as usize % n;
