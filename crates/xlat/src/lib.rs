@@ -8,7 +8,7 @@
 //! Modules form layers, each importing only those below it (a test checks there is no cycle):
 //! `addr`, `assoc`, `rng`, `error`, `config` (the generic loader) at the bottom; `mem`
 //! (caches, DRAM, physical memory), `pt` (page-table organisations), `core`, `trace`; then
-//! `mmu` and `os`; then `schemes`, the registry that assembles systems; then `stats`, `sim`,
+//! `mmu`, `os` and `profile`; then `schemes`, the registry that assembles systems; then `stats`, `sim`,
 //! `workload` and `run` on top.
 
 pub mod addr;
@@ -19,6 +19,7 @@ pub mod error;
 pub mod mem;
 pub mod mmu;
 pub mod os;
+pub mod profile;
 pub mod pt;
 pub mod rng;
 pub mod run;

@@ -35,6 +35,8 @@ const ADDED_SINCE_RECORDED: &[&str] = &[
     "os.faults.pt_rehash_cycles=",
     // Cycles cores waited at barriers (multi-core runs only: 0 here).
     "core.barrier_wait_cycles=",
+    // The run's timing mode (`sim.timing`): "detailed" here.
+    "timing=",
 ];
 
 fn fnv1a(text: &str) -> u64 {

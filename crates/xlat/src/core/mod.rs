@@ -543,6 +543,31 @@ impl Core {
         self.issue_memory(dep, stream, is_store, joins)
     }
 
+    /// Count a memory record as [`Core::dispatch_record`] and [`Core::complete_access`] count
+    /// it (its instructions, the memory reference, a load or a store), with no timing: a run
+    /// with `sim.timing = "translation"`. The instruction count is the detailed run's: a
+    /// further operand of the memory instruction before it adds none.
+    #[inline(always)]
+    pub fn count_untimed(&mut self, n: u32, stream: u8, is_store: bool, joins: bool) {
+        if n > 0 {
+            self.last_was_memory = false;
+            self.instr += u64::from(n);
+        }
+        if !(joins && stream == self.stream && self.last_was_memory) {
+            self.instr += 1;
+        }
+        self.last_was_memory = true;
+        if stream != self.stream {
+            self.switch_stream(stream);
+        }
+        self.stats.memory_refs += 1;
+        if is_store {
+            self.stats.stores += 1;
+        } else {
+            self.stats.loads += 1;
+        }
+    }
+
     /// The memory instruction issued last was translated by `data_at` and has its data
     /// `data_latency` later. A load completes then; a store once translated, and it holds its
     /// store-queue entry until it commits: after it retires and its line has arrived, in

@@ -19,7 +19,7 @@ pub enum Prefetch {
 
 /// Hint the host to cache the line holding `value` (nothing on other architectures).
 #[inline(always)]
-fn prefetch_host<V>(value: &V) {
+pub(crate) fn prefetch_host<V>(value: &V) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch only hints the cache, and the address is that of a live reference.
     unsafe {

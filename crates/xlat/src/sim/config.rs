@@ -10,6 +10,7 @@ use crate::mem::cache::CacheHierarchyConfig;
 use crate::mem::dram::DramConfig;
 use crate::mmu::config::MmuConfig;
 use crate::os::OsConfig;
+use crate::profile::ProfileConfig;
 use crate::schemes::SchemeSections;
 use crate::workload::WorkloadConfig;
 use serde::{Deserialize, Serialize};
@@ -33,6 +34,13 @@ pub struct SimConfig {
     pub schemes: SchemeSections,
     pub sim: RunConfig,
     pub workload: WorkloadConfig,
+    /// Counts taken beside the run (`[profile.tlb]`: many TLB geometries in one pass).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub profile: ProfileConfig,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// Run control.
@@ -80,6 +88,25 @@ pub struct RunConfig {
     /// `mix`, each on its own core.
     #[serde(default = "one_core")]
     pub cores: u32,
+    /// `"detailed"`: the core, caches and DRAM take time (cycles, IPC). `"translation"`:
+    /// every record is translated as in a detailed run (TLBs, page-walk caches, walks through
+    /// the scheme, page faults and the OS's work behind them) but nothing takes time: the
+    /// caches and DRAM are not visited and the core model does not run, so cycles, IPC,
+    /// latencies and cache statistics are absent from the stats. For studies that count TLB
+    /// misses over long runs (docs/profiles.md).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub timing: RunTiming,
+}
+
+/// `sim.timing`: what a run models.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunTiming {
+    /// The full timing model.
+    #[default]
+    Detailed,
+    /// Translation only: no core, cache or DRAM timing.
+    Translation,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -216,6 +243,7 @@ impl SimConfig {
         };
         self.os.host_uses("os", guest_copies, &mut uses);
         self.schemes.host_uses(&mut uses);
+        self.profile.tlb.host_uses("profile.tlb", &mut uses);
         if vmm {
             let (virt, guest) = (&self.schemes.virt, self.os.physmem.bytes);
             virt.vmm_host_uses("schemes.virt", guest, &mut uses);
@@ -289,6 +317,26 @@ impl Validate for SimConfig {
                          runs one program per core (sim.cores >= {members}), or all of them \
                          time-sliced on one core (sim.cores = 1)"
                     ),
+                ));
+            }
+        }
+        self.profile.tlb.validate("profile.tlb")?;
+        if !self.profile.tlb.is_off() && self.sim.cores > 1 {
+            return Err(Error::config(
+                "profile.tlb.entries",
+                format!(
+                    "the TLB profile counts one TLB's stream: it needs sim.cores = 1, got {}",
+                    self.sim.cores
+                ),
+            ));
+        }
+        if self.sim.timing == RunTiming::Translation && self.sim.cores > 1 {
+            if let WorkloadConfig::Mix(_) = &self.workload {
+                return Err(Error::config(
+                    "sim.timing",
+                    "\"translation\" runs a mix's programs interleaved on one core: set \
+                     sim.cores = 1 (a core per program needs the timing model to interleave \
+                     them)",
                 ));
             }
         }

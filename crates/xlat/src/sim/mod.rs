@@ -7,7 +7,7 @@ mod config;
 pub mod system;
 
 pub use crate::stats::Stats;
-pub use config::{FastForward, RunConfig, SimConfig};
+pub use config::{FastForward, RunConfig, RunTiming, SimConfig};
 
 use crate::error::Result;
 use crate::os::AddressSpaces;

@@ -9,6 +9,7 @@ use crate::mem::dram::DramStats;
 use crate::mmu::walk::WalkRefSnapshot;
 use crate::mmu::MmuSnapshot;
 use crate::os::OsSnapshot;
+use crate::profile::ProfileSnapshot;
 use serde::Serialize;
 
 /// Everything a run measured, as one tree; paths like `mmu.l2tlb.unified.misses`.
@@ -33,13 +34,56 @@ pub struct Stats {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mix: Option<MixSnapshot>,
     pub fast_forward: FastForwardSnapshot,
+    /// `sim.timing`: `"detailed"`, or `"translation"` (nothing was timed: the JSON leaves out
+    /// every cycle count, IPC, latency and cache or DRAM statistic, see [`Stats::to_json`]).
+    pub timing: &'static str,
+    /// Profiles taken beside the run (`[profile]`), absent if none was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileSnapshot>,
     pub verify: VerifySnapshot,
     pub epochs: Vec<EpochSample>,
 }
 
 impl Stats {
+    /// The stats tree as JSON. A translation-only run's leaves out what only timing gives
+    /// (cycles, IPC, latencies, the caches and DRAM, walk references by the level that
+    /// served them): its structures hold zeros or meaningless values that must not read as
+    /// results.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("stats always serialise")
+        if self.timing != "translation" {
+            return serde_json::to_string_pretty(self).expect("stats always serialise");
+        }
+        let mut tree = serde_json::to_value(self).expect("stats always serialise");
+        drop_timing(&mut tree);
+        serde_json::to_string_pretty(&tree).expect("stats always serialise")
+    }
+}
+
+/// Whether a statistic named `key` exists only with timing: a cycle count, a rate per
+/// cycle, a latency, a cache or DRAM subtree, or walk references by the cache level that
+/// served them (a translation-only run's walks visit no cache).
+fn timing_key(key: &str) -> bool {
+    key == "ipc"
+        || key == "cycles"
+        || key.ends_with("_cycles")
+        || key.contains("latency")
+        || key == "cache"
+        || key == "dram"
+        || key == "dram_row_hit_rate"
+        || key == "by_level"
+        || key.starts_with("walk_refs_")
+        || key.ends_with("_translation_fraction")
+}
+
+/// Remove every [`timing_key`] from `tree`, at any depth.
+fn drop_timing(tree: &mut serde_json::Value) {
+    match tree {
+        serde_json::Value::Object(map) => {
+            map.retain(|k, _| !timing_key(k));
+            map.values_mut().for_each(drop_timing);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_timing),
+        _ => {}
     }
 }
 

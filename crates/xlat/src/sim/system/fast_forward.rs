@@ -194,22 +194,44 @@ impl<S: Scheme> System<S> {
             Timing::Untouched
         });
         for rec in &recent {
-            self.warm(rec)?;
+            let c = rec.core as usize % self.cores.len();
+            self.translate_functionally(c, rec, false)?;
         }
         self.skipped.warmed_records = recent.len() as u64;
-        self.mem.set_timing(Timing::Detailed);
+        self.mem.set_timing(self.run_timing());
         Ok(())
     }
 
-    /// One record through its core's MMU and the caches, at the warming clock.
-    fn warm(&mut self, rec: &Record) -> Result<()> {
-        let c = rec.core as usize % self.cores.len();
+    /// One record of a translation-only run (`sim.timing = "translation"`) on core `c`:
+    /// translated as the warming translates, its page fault (if any) handled as in a
+    /// detailed run, and its instructions counted as the core model counts them.
+    #[inline]
+    pub(super) fn step_untimed(&mut self, c: usize, rec: &Record) -> Result<()> {
+        self.translate_functionally(c, rec, true)?;
+        let core = &mut self.cores[c].core;
+        let before = core.instructions();
+        core.count_untimed(
+            rec.instr_delta,
+            rec.core,
+            rec.op == Op::Store,
+            rec.joins_previous(),
+        );
+        self.instructions += core.instructions() - before;
+        Ok(())
+    }
+
+    /// One record through core `c`'s MMU and the caches (as the hierarchy's timing says:
+    /// warming, or untouched), at the functional clock. A record whose page is not mapped
+    /// takes its page fault if `faults` (a translation-only run); otherwise (warming, where
+    /// the page was unmapped after it ran) it is passed over.
+    #[inline]
+    fn translate_functionally(&mut self, c: usize, rec: &Record, faults: bool) -> Result<()> {
         self.mem.set_core(c);
         let now = self.ff_clock;
         if self.verified >= self.inject_at {
             self.inject(rec);
         }
-        let t = match self.cores[c].mmu.translate(
+        let (t, faulted) = match self.cores[c].mmu.translate(
             rec.vaddr,
             rec.pid,
             rec.op,
@@ -218,13 +240,14 @@ impl<S: Scheme> System<S> {
             &mut self.mem,
             &mut self.shared,
         )? {
-            Outcome::Done(t) => t,
-            // Unmapped after it ran: nothing to warm.
+            Outcome::Done(t) => (t, false),
+            Outcome::Fault(f) if faults => (self.fault(c, f)?, true),
             Outcome::Fault(_) => return Ok(()),
         };
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
         }
+        self.profile_reference(rec, faulted);
         if <S::Mmu as MmuScheme>::NOTES_SIDE_HITS && t.found == Found::Side {
             self.os.side_hit(super::page_frame(&t));
         }

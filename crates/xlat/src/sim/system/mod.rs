@@ -15,15 +15,16 @@
 mod fast_forward;
 mod programs;
 
-use super::SimConfig;
+use super::{RunTiming, SimConfig};
 use crate::addr::{PageSize, Pfn, PhysAddr, Vpn, BASE_PAGE_SHIFT, LINE_SHIFT};
 use crate::core::Core;
 use crate::error::{Error, Result};
-use crate::mem::{Hierarchy, Level, MemKind};
+use crate::mem::{Hierarchy, Level, MemKind, Timing};
 use crate::mmu::{
     FaultRequest, Found, Mmu, MmuScheme, MmuSnapshot, Outcome, PageTables, Translation,
 };
 use crate::os::{AddressSpaces, Os};
+use crate::profile::{ProfileSnapshot, TlbProfile};
 use crate::pt::store::{Prefetch, PtStore};
 use crate::pt::{PtContext, TableScan};
 use crate::schemes::{BuildCtx, Scheme, TableOf};
@@ -135,6 +136,11 @@ pub struct System<S: Scheme> {
     skipped: FastForwardSnapshot,
     /// Running functionally: shootdowns reach the TLBs but cost nothing.
     fast_forwarding: bool,
+    /// `sim.timing = "translation"`: every record runs as fast-forward's warming runs it
+    /// (translated, faults handled, nothing timed), and is counted.
+    translation_only: bool,
+    /// `[profile.tlb]`: the data references' pages, counted for many TLB geometries.
+    profile: Option<TlbProfile>,
     /// The fast-forward's clock: each record starts when the one before it was translated
     /// (in order, every access free), so whatever a translation fills with a ready time —
     /// walkers, the range TLB — is ready for the records after it.
@@ -251,6 +257,14 @@ impl<S: Scheme> System<S> {
                 ),
             ));
         }
+        let translation_only = cfg.sim.timing == RunTiming::Translation;
+        if translation_only && !programs.is_empty() {
+            return Err(Error::config(
+                "sim.timing",
+                "\"translation\" runs a mix's programs interleaved on one core: set \
+                 sim.cores = 1 (a core per program needs the timing model to interleave them)",
+            ));
+        }
         let programs = ProgramRun::all(programs, &cfg.sim);
         let inject_after = cfg.sim.verify_inject_after;
         if inject_after > 0 && <S::Mmu as MmuScheme>::PERFECT {
@@ -275,8 +289,14 @@ impl<S: Scheme> System<S> {
                 base_cycles: 0,
             });
         }
+        let mut mem = Hierarchy::new(&cfg.cache, &cfg.dram, cfg.core.frequency_ghz, n);
+        if translation_only {
+            mem.set_timing(Timing::Untouched);
+        }
         Ok(System {
-            mem: Hierarchy::new(&cfg.cache, &cfg.dram, cfg.core.frequency_ghz, n),
+            mem,
+            translation_only,
+            profile: TlbProfile::new(&cfg.profile.tlb),
             cores,
             shared,
             os,
@@ -325,9 +345,49 @@ impl<S: Scheme> System<S> {
         }
     }
 
+    /// How the hierarchy times accesses in the measured run (`sim.timing`).
+    fn run_timing(&self) -> Timing {
+        if self.translation_only {
+            Timing::Untouched
+        } else {
+            Timing::Detailed
+        }
+    }
+
+    /// Whether nothing takes time: fast-forwarding, or a translation-only run. Shootdowns
+    /// reach the TLBs at no cost, the OS's page copies and table scans do not run through
+    /// the caches.
+    #[inline]
+    fn functional(&self) -> bool {
+        self.fast_forwarding || self.translation_only
+    }
+
+    /// Count a data reference to `rec`'s page in the TLB profile, if there is one.
+    #[inline(always)]
+    fn profile_reference(&mut self, rec: &Record, faulted: bool) {
+        if let Some(p) = &mut self.profile {
+            if rec.op != Op::Ifetch {
+                p.reference(rec.pid, rec.vaddr.0 >> BASE_PAGE_SHIFT, faulted);
+            }
+        }
+    }
+
+    /// Have the host cache what the TLB profile will read for `rec`, a few records ahead.
+    #[inline(always)]
+    fn prefetch_profile(&self, rec: &Record) {
+        if let Some(p) = &self.profile {
+            if rec.op != Op::Ifetch {
+                p.prefetch(rec.pid, rec.vaddr.0 >> BASE_PAGE_SHIFT);
+            }
+        }
+    }
+
     /// Simulate one record on core `c`.
     #[inline]
     fn step_on(&mut self, c: usize, rec: &Record) -> Result<()> {
+        if self.translation_only {
+            return self.step_untimed(c, rec);
+        }
         self.mem.set_core(c);
         let unit = &mut self.cores[c];
         let before = unit.core.instructions();
@@ -344,7 +404,7 @@ impl<S: Scheme> System<S> {
             self.inject(rec);
         }
         let unit = &mut self.cores[c];
-        let t = match unit.mmu.translate(
+        let (t, faulted) = match unit.mmu.translate(
             rec.vaddr,
             rec.pid,
             rec.op,
@@ -353,12 +413,13 @@ impl<S: Scheme> System<S> {
             &mut self.mem,
             &mut self.shared,
         )? {
-            Outcome::Done(t) => t,
-            Outcome::Fault(f) => self.fault(c, f)?,
+            Outcome::Done(t) => (t, false),
+            Outcome::Fault(f) => (self.fault(c, f)?, true),
         };
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
         }
+        self.profile_reference(rec, faulted);
         if <S::Mmu as MmuScheme>::NOTES_SIDE_HITS && t.found == Found::Side {
             self.os.side_hit(page_frame(&t));
         }
@@ -456,6 +517,13 @@ impl<S: Scheme> System<S> {
         // The first record's L1D hit is counted already.
         let stepped = (j - i) as u64;
         unit.mmu.count_repeat(rec.op, stepped);
+        if let Some(p) = &mut self.profile {
+            if rec.op != Op::Ifetch {
+                // The run's records share the first's page (and its kind of access).
+                p.reference(rec.pid, rec.vaddr.0 >> BASE_PAGE_SHIFT, false);
+                p.repeat(stepped - 1);
+            }
+        }
         if stepped > 1 {
             self.mem
                 .l1d_rehits(c, t.paddr, MemKind::DATA, writes, stepped - 1);
@@ -542,7 +610,7 @@ impl<S: Scheme> System<S> {
         for (owner, vpn, size) in self.os.take_shootdowns() {
             cycles += self.shoot_down(c, owner, &[(vpn, size)]);
         }
-        if self.fast_forwarding {
+        if self.functional() {
             self.os.take_copies();
             self.os.take_scan(&mut TableScan::default());
             return cycles;
@@ -620,19 +688,23 @@ impl<S: Scheme> System<S> {
     /// waits for their acknowledgements.
     pub fn shoot_down(&mut self, initiator: usize, pid: u16, pages: &[(Vpn, PageSize)]) -> u64 {
         let cost = self.cfg.os.shootdown_ipi_cycles;
+        let functional = self.functional();
+        if let Some(p) = &mut self.profile {
+            p.invalidated(pages.len() as u64);
+        }
         let mut remote = 0;
         for (i, unit) in self.cores.iter_mut().enumerate() {
             if i == initiator {
                 unit.mmu.shootdown(pid, pages, &mut self.shared);
             } else if unit.has_run(pid) {
                 unit.mmu.shootdown(pid, pages, &mut self.shared);
-                if !self.fast_forwarding {
+                if !functional {
                     unit.core.interrupt(cost);
                 }
                 remote += 1;
             }
         }
-        if remote == 0 || self.fast_forwarding {
+        if remote == 0 || functional {
             return 0;
         }
         self.ipi.shootdowns += 1;
@@ -700,6 +772,9 @@ impl<S: Scheme> System<S> {
         S::Mmu::reset_shared_stats(&mut self.shared);
         self.mem.reset_stats();
         self.os.reset_stats();
+        if let Some(p) = &mut self.profile {
+            p.reset_counts();
+        }
         self.ipi = IpiCounters::default();
         self.barriers = BarrierCounters::default();
     }
@@ -800,7 +875,9 @@ impl<S: Scheme> System<S> {
             return Ok(self.stats());
         }
         let first = self.fast_forward(progress)?;
-        if self.cores.len() == 1 {
+        if self.translation_only {
+            self.run_untimed(first, progress)?;
+        } else if self.cores.len() == 1 {
             self.run_one_core(first, progress)?;
         } else {
             self.run_cores(first, progress)?;
@@ -826,6 +903,9 @@ impl<S: Scheme> System<S> {
         // One core keeps no list of the processes it ran.
         let one = self.cores.len() == 1;
         for (pid, vpn, size) in self.os.take_shootdowns() {
+            if let Some(p) = &mut self.profile {
+                p.invalidated(1);
+            }
             for unit in &mut self.cores {
                 if one || unit.has_run(pid) {
                     unit.mmu.shootdown(pid, &[(vpn, size)], &mut self.shared);
@@ -864,6 +944,7 @@ impl<S: Scheme> System<S> {
                 }
                 if fresh_pages >> PREFETCH_AHEAD & 1 == 1 {
                     self.prefetch(&buf[i + PREFETCH_AHEAD], Prefetch::Word);
+                    self.prefetch_profile(&buf[i + PREFETCH_AHEAD]);
                 }
                 let mut stepped = self.step_repeats(0, &buf, i, &mut fresh_pages);
                 if stepped == 0 {
@@ -872,6 +953,53 @@ impl<S: Scheme> System<S> {
                 }
                 done += stepped as u64;
                 i += stepped;
+                if self.after_step() {
+                    break 'outer;
+                }
+            }
+            buf.clear();
+            progress(done, total)?;
+        }
+        progress(done, total)
+    }
+
+    /// `sim.timing = "translation"`: every record in source order, on the core it names,
+    /// translated with nothing timed ([`System::step_untimed`]). Without clocks, cores do not
+    /// race: records run in the order the source gives them, and barriers have nothing to
+    /// wait for.
+    fn run_untimed(
+        &mut self,
+        mut buf: Vec<Record>,
+        progress: &mut dyn FnMut(u64, Option<u64>) -> Result<()>,
+    ) -> Result<()> {
+        let total = self.source.len_hint();
+        let mut done = self.skipped.records;
+        let n = self.cores.len();
+        'outer: loop {
+            if buf.is_empty() {
+                self.fill(&mut buf)?;
+                if buf.is_empty() {
+                    break;
+                }
+            }
+            for i in 0..buf.len() {
+                // The host caches what the walks a few records ahead read, as in a detailed
+                // run (a hint that changes nothing simulated).
+                let far = i + 2 * PREFETCH_AHEAD;
+                if fresh_page(&buf, far) {
+                    self.prefetch(&buf[far], Prefetch::Index);
+                }
+                if fresh_page(&buf, i + PREFETCH_AHEAD) {
+                    self.prefetch(&buf[i + PREFETCH_AHEAD], Prefetch::Word);
+                    self.prefetch_profile(&buf[i + PREFETCH_AHEAD]);
+                }
+                let rec = &buf[i];
+                let c = rec.core as usize % n;
+                if n > 1 {
+                    self.cores[c].runs(rec.pid);
+                }
+                self.step_untimed(c, rec).map_err(|e| e.at_record(done))?;
+                done += 1;
                 if self.after_step() {
                     break 'outer;
                 }
@@ -1087,6 +1215,14 @@ impl<S: Scheme> System<S> {
             cores: per_core,
             mix: self.mix_snapshot(),
             fast_forward: self.skipped,
+            timing: if self.translation_only {
+                "translation"
+            } else {
+                "detailed"
+            },
+            profile: self.profile.as_ref().map(|p| ProfileSnapshot {
+                tlb: Some(p.snapshot()),
+            }),
             verify: VerifySnapshot {
                 enabled: self.cfg.sim.verify,
                 translations_checked: self.verified,
