@@ -1,6 +1,8 @@
 //! Translation-only runs (`sim.timing = "translation"`) and the TLB profile
 //! (`[profile.tlb]`) against detailed runs and the engine's own TLB.
 
+// Only the run helpers are needed here.
+#[allow(dead_code)]
 #[path = "common/sim.rs"]
 mod sim;
 
@@ -118,7 +120,7 @@ fn single_tlb(workload: &str, ways: u32, extra: &[&str]) -> Value {
 }
 
 /// The profile's row of `arity` and `sets` sets.
-fn row<'a>(s: &'a Value, arity: u64, sets: u64) -> &'a Value {
+fn row(s: &Value, arity: u64, sets: u64) -> &Value {
     s["profile"]["tlb"]["misses"]
         .as_array()
         .unwrap()

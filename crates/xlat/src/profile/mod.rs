@@ -191,16 +191,14 @@ impl TlbProfile {
     /// of arity above 1 counts as a miss even if it holds the page's group.
     #[inline]
     pub fn reference(&mut self, pid: u16, vpn: u64, faulted: bool) {
-        let page = u64::from(pid) << 48 | vpn;
+        let page = tag_of(pid, vpn, 1);
         if page == self.last_page && !faulted {
             self.repeat(1);
             return;
         }
         self.last_page = page;
         for (k, counter) in &mut self.arities {
-            let k = u64::from(*k);
-            let tag = u64::from(pid) << 48 | vpn / k;
-            counter.reference(tag, faulted && k > 1);
+            counter.reference(tag_of(pid, vpn, *k), faulted && *k > 1);
         }
     }
 
@@ -209,7 +207,7 @@ impl TlbProfile {
     #[inline]
     pub fn prefetch(&self, pid: u16, vpn: u64) {
         for (k, counter) in &self.arities {
-            counter.prefetch(u64::from(pid) << 48 | vpn / u64::from(*k));
+            counter.prefetch(tag_of(pid, vpn, *k));
         }
     }
 
@@ -263,6 +261,13 @@ impl TlbProfile {
             misses,
         }
     }
+}
+
+/// The tag of page `vpn` of process `pid` in a TLB of arity `k`: the group's number (VPN / k)
+/// in the low bits, which index the sets, and the ASID above the 36 bits of a VPN.
+#[inline(always)]
+fn tag_of(pid: u16, vpn: u64, k: u32) -> u64 {
+    (u64::from(pid) << 48) | (vpn / u64::from(k))
 }
 
 /// The `profile.tlb` stats subtree.

@@ -188,11 +188,14 @@ impl<S: Scheme> System<S> {
 
     /// Replay `recent` through the MMUs (and the caches) at no cost.
     fn warm_up(&mut self, recent: VecDeque<Record>) -> Result<()> {
-        self.mem.set_timing(if self.cfg.sim.fast_forward_caches {
-            Timing::WarmCaches
-        } else {
-            Timing::Untouched
-        });
+        // A translation-only run has no cache to warm.
+        self.mem.set_timing(
+            if self.cfg.sim.fast_forward_caches && !self.translation_only {
+                Timing::WarmCaches
+            } else {
+                Timing::Untouched
+            },
+        );
         for rec in &recent {
             let c = rec.core as usize % self.cores.len();
             self.translate_functionally(c, rec, false)?;
