@@ -367,7 +367,10 @@ fn swap_policies_are_checked_against_the_scheme() {
         &["os.swap.enabled=true", "os.swap.policy=\"horizon\""],
     );
     assert!(e.contains("os.swap.policy") && e.contains("iceberg"), "{e}");
-    let e = err("mosaic", &["os.swap.enabled=true", "os.swap.policy=\"lru\""]);
+    let e = err(
+        "mosaic",
+        &["os.swap.enabled=true", "os.swap.policy=\"lru\""],
+    );
     assert!(e.contains("os.swap.policy") && e.contains("horizon"), "{e}");
     let e = err("mosaic", &["os.swap.policy=\"horizon\""]);
     assert!(e.contains("os.swap.enabled"), "{e}");
@@ -395,7 +398,10 @@ fn with_the_pool_to_spare_horizon_swapping_changes_nothing() {
     ];
     let off = run(cfg("mosaic", "gups", 20_000, &extra));
     let mut on_extra = extra.clone();
-    on_extra.extend(["os.swap.enabled=true".into(), "os.swap.policy=\"horizon\"".into()]);
+    on_extra.extend([
+        "os.swap.enabled=true".into(),
+        "os.swap.policy=\"horizon\"".into(),
+    ]);
     let mut on = run(cfg("mosaic", "gups", 20_000, &on_extra));
     assert_eq!(u(&on, "os.swap.outs"), 0);
     on["os"].as_object_mut().unwrap().remove("swap");

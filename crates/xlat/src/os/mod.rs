@@ -13,8 +13,8 @@ pub use frames::{BuddyFrames, Eviction, FramePolicy, PageOut};
 pub use layout::{LayoutKind, Region};
 pub use process::{per_mille, MapKind, Process, Vma};
 use process::{Paging, Thp};
-pub use swap::{SwapConfig, SwapPolicy, SwapStats};
 use swap::LruQueue;
+pub use swap::{SwapConfig, SwapPolicy, SwapStats};
 
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
@@ -191,9 +191,17 @@ impl OsConfig {
         let key = format!("{path}.physmem.bytes");
         let frames = self.physmem.frames();
         uses.add(key, frames, "4 KiB frames", HOST_BYTES_PER_FRAME, copies);
-        if self.swap.enabled && self.swap.policy == SwapPolicy::Lru {
-            // An access time per frame.
-            uses.add(format!("{path}.swap.policy"), frames, "4 KiB frames", 8, copies);
+        // `lru`: an access time per frame of memory; `horizon`: an access time and an owner
+        // per frame of the pool (counted as if it were all of memory).
+        let per_frame = match self.swap.policy {
+            _ if !self.swap.enabled => 0,
+            SwapPolicy::Fifo => 0,
+            SwapPolicy::Lru => 8,
+            SwapPolicy::Horizon => 16,
+        };
+        if per_frame > 0 {
+            let key = format!("{path}.swap.policy");
+            uses.add(key, frames, "4 KiB frames", per_frame, copies);
         }
     }
 

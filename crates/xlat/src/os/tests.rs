@@ -302,7 +302,10 @@ fn lru_reclaim_pages_out_the_least_recently_used_pages_between_its_watermarks() 
             first_out = Some(n);
             // The low watermark (11 frames) was crossed: reclaim freed up to 21.
             let free = os.buddy.free_frames();
-            assert!((19..=20).contains(&free), "21 freed, then the fault took its frames: {free}");
+            assert!(
+                (19..=20).contains(&free),
+                "21 freed, then the fault took its frames: {free}"
+            );
             assert_eq!(os.stats.swap.outs, 11);
         }
         assert!(os.buddy.free_frames() >= 4);
@@ -311,11 +314,17 @@ fn lru_reclaim_pages_out_the_least_recently_used_pages_between_its_watermarks() 
     assert!(frame(&os, 0).is_some(), "the page in use stays");
     let outs = os.stats.swap.outs;
     for n in 1..=outs {
-        assert!(frame(&os, n).is_none(), "page {n}, among the least recently used, went out");
+        assert!(
+            frame(&os, n).is_none(),
+            "page {n}, among the least recently used, went out"
+        );
     }
     assert!(frame(&os, outs + 1).is_some());
     let used = os.stats.swap.first_out_utilisation.unwrap();
-    assert!((1.0 - used) * 1024.0 < 11.0 && (1.0 - used) * 1024.0 >= 10.0, "{used}");
+    assert!(
+        (1.0 - used) * 1024.0 < 11.0 && (1.0 - used) * 1024.0 >= 10.0,
+        "{used}"
+    );
     // Touching page 1 brings it back; the page reclaim takes then is the next LRU one.
     os.fault(pid, page(va, 1)).unwrap();
     assert_eq!(os.stats.swap.ins, 1);

@@ -360,9 +360,6 @@ impl IcebergTable {
         }
     }
 
-    /// Host bytes per pool frame that Horizon LRU adds: an access time and an owner.
-    pub const HORIZON_BYTES_PER_FRAME: u64 = 16;
-
     /// Place pages by Horizon LRU from now on (the pool must be empty: owners are recorded
     /// from the first placement).
     pub fn enable_horizon(&mut self) {
@@ -637,7 +634,9 @@ impl IcebergTable {
     /// among all candidates. Returns the frame, its slot, and whether it holds a ghost.
     fn horizon_backyard(&mut self, asid: u16, vpn: u64) -> (u64, Slot, bool) {
         let g = self.map.geometry;
-        let yard = |t: &Self, c: u32| t.map.bucket_base(t.map.bucket(asid, vpn, 1 + c)) + u64::from(g.front);
+        let yard = |t: &Self, c: u32| {
+            t.map.bucket_base(t.map.bucket(asid, vpn, 1 + c)) + u64::from(g.front)
+        };
         let (choice, live) = (0..g.choices)
             .map(|c| (c, self.live_in(yard(self, c), g.back)))
             .min_by_key(|&(c, live)| (live, c))

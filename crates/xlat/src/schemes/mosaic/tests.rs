@@ -447,7 +447,8 @@ impl HorizonRig {
     fn candidates(&self, vpn: u64) -> Vec<Pfn> {
         let g = self.t.map.geometry;
         let front = (0..g.front).map(Slot::Front);
-        let back = (0..g.choices).flat_map(|choice| (0..g.back).map(move |slot| Slot::Back { choice, slot }));
+        let back = (0..g.choices)
+            .flat_map(|choice| (0..g.back).map(move |slot| Slot::Back { choice, slot }));
         front
             .chain(back)
             .map(|s| self.t.map.frame(0, vpn, s))
@@ -461,7 +462,11 @@ impl HorizonRig {
             assert_eq!(self.t.map.decode(0, vpn, cpfn), Some(pfn));
             for (asid, out, ghost) in self.t.take_evicted() {
                 assert_eq!(asid, 0);
-                assert_eq!(self.resident.remove(&out), Some(pfn), "the victim held the frame");
+                assert_eq!(
+                    self.resident.remove(&out),
+                    Some(pfn),
+                    "the victim held the frame"
+                );
                 self.evicted.push(out);
                 self.ghost_outs += u64::from(ghost);
             }
@@ -534,19 +539,39 @@ fn the_live_pages_are_always_the_most_recently_used() {
             continue;
         }
         let live = |v: &u64| rig.resident.get(v).is_some_and(|&p| !rig.t.is_ghost(p));
-        let oldest_live = rig.last.iter().filter(|(v, _)| live(v)).map(|(_, &t)| t).min();
-        let newest_other = rig.last.iter().filter(|(v, _)| !live(v)).map(|(_, &t)| t).max();
+        let oldest_live = rig
+            .last
+            .iter()
+            .filter(|(v, _)| live(v))
+            .map(|(_, &t)| t)
+            .min();
+        let newest_other = rig
+            .last
+            .iter()
+            .filter(|(v, _)| !live(v))
+            .map(|(_, &t)| t)
+            .max();
         if let (Some(l), Some(o)) = (oldest_live, newest_other) {
-            assert!(o < l, "step {i}: a page accessed at {o} is not live, one at {l} is");
+            assert!(
+                o < l,
+                "step {i}: a page accessed at {o} is not live, one at {l} is"
+            );
         }
     }
     let conflicts = rig.t.counters.conflicts;
-    assert!(conflicts > 100 && rig.ghost_outs > 100, "{conflicts} {}", rig.ghost_outs);
+    assert!(
+        conflicts > 100 && rig.ghost_outs > 100,
+        "{conflicts} {}",
+        rig.ghost_outs
+    );
     assert!(rig.revivals > 0, "ghosts were touched back");
     // Ghosts let the pool fill past the first conflict.
     let steady = rig.t.steady_state().unwrap();
     let first = rig.t.first_conflict().unwrap();
-    assert!(steady > first && steady <= 1.0, "steady {steady}, first conflict {first}");
+    assert!(
+        steady > first && steady <= 1.0,
+        "steady {steady}, first conflict {first}"
+    );
 }
 
 /// A ghost touched again is live at no cost: no eviction, no change in the frames in use.
@@ -568,7 +593,10 @@ fn reviving_a_ghost_costs_no_io() {
     let (used, evicted, faults) = (rig.t.used_frames(), rig.evicted.len(), rig.faults);
     rig.reference(ghost);
     assert_eq!(rig.revivals, 1);
-    assert_eq!((rig.t.used_frames(), rig.evicted.len(), rig.faults), (used, evicted, faults));
+    assert_eq!(
+        (rig.t.used_frames(), rig.evicted.len(), rig.faults),
+        (used, evicted, faults)
+    );
     assert!(!rig.t.is_ghost(rig.resident[&ghost]));
 }
 
