@@ -760,7 +760,10 @@ impl<T: PageTable> Os<T> {
         let end = va.0 + bytes;
         let mut at = va.0;
         while at < end {
-            let (_, size, _) = self.map_page(pid, VirtAddr(at))?;
+            let (pfn, size, _) = self.map_page(pid, VirtAddr(at))?;
+            // The initialisation loop touches each page in turn: an access for `lru` and
+            // `horizon`, so untouched pages age in the order they were set up.
+            self.touch(pfn);
             self.stats.faults.populated += 1;
             at = (at & !size.mask()) + size.bytes();
         }
@@ -875,9 +878,9 @@ impl<T: PageTable> Os<T> {
         Ok(cycles)
     }
 
-    /// Swapping: a page just mapped to `pfn` joins the reclaim's FIFO if the frame is the
-    /// buddy allocator's (pages in the frame policy's own memory leave it only when the
-    /// policy evicts them).
+    /// Swapping: a page just mapped to `pfn` joins the reclaim's FIFO (or, with `lru`, its
+    /// queue, stamped now) if the frame is the buddy allocator's (pages in the frame policy's
+    /// own memory leave it only when the policy evicts them).
     fn note_resident(&mut self, pid: u16, base: Vpn, pfn: Pfn, size: PageSize) {
         if !self.cfg.swap.enabled || self.frames.owns(pfn) {
             return;
