@@ -325,6 +325,28 @@ fn mosaic_swaps_by_horizon_lru_beyond_its_pool_and_verifies() {
 }
 
 #[test]
+fn horizon_and_lru_runs_verify_through_fast_forward() {
+    // Skip the first 100,000 instructions (skipped records stamp their pages too, and their
+    // faults page out), warm, then detail; verify fails the run on any stale translation.
+    for (preset, policy) in [("mosaic", "horizon"), ("mosaic-vanilla", "lru")] {
+        let pool = 54 * MIB;
+        let memory = if preset == "mosaic" { 128 * MIB } else { pool };
+        let mut extra = swap(memory);
+        extra.extend([
+            format!("workload.table_bytes={}", 64 * MIB),
+            "workload.populate=false".into(),
+            format!("schemes.mosaic.pool_bytes={pool}"),
+            format!("os.swap.policy={policy}"),
+            "sim.fast_forward=100000".into(),
+        ]);
+        let s = run(cfg(preset, "gups", 100_000, &extra));
+        assert!(u(&s, "fast_forward.records") > 0, "{policy}");
+        assert!(u(&s, "os.swap.ins") > 0, "{policy}");
+        assert!(u(&s, "verify.translations_checked") >= u(&s, "core.memory_refs"));
+    }
+}
+
+#[test]
 fn the_vanilla_comparator_swaps_by_lru_from_99_2_percent_and_verifies() {
     let s = over_54_mib("mosaic-vanilla", "lru", 100_000);
     check_io(&s, "lru");
