@@ -264,3 +264,179 @@ fn fast_forward_leaves_memory_as_a_detailed_run_does_while_pages_go_out_and_come
         assert_eq!(u(&skipped, key), u(&detailed, key), "{key}");
     }
 }
+
+/// GUPS over a populated 64 MiB table with `preset` and swapping by `policy`, 1.19 times the
+/// 54 MiB its data pages may use: Mosaic's pool (216 buckets of 64 frames) in 128 MiB of
+/// memory, or all of memory for the vanilla comparator.
+fn over_54_mib(preset: &str, policy: &str, refs: u64) -> serde_json::Value {
+    let pool = 54 * MIB;
+    let memory = if preset == "mosaic" { 128 * MIB } else { pool };
+    let mut extra = swap(memory);
+    extra.extend([
+        format!("workload.table_bytes={}", 64 * MIB),
+        "workload.populate=true".into(),
+        format!("schemes.mosaic.pool_bytes={pool}"),
+        format!("os.swap.policy=\"{policy}\""),
+    ]);
+    run(cfg(preset, "gups", refs, &extra))
+}
+
+/// The swap I/O every policy counts the same way: a page goes out once per time it comes in
+/// or stays out, and every major fault is a page-in.
+fn check_io(s: &serde_json::Value, what: &str) {
+    assert_eq!(
+        u(s, "verify.translations_checked"),
+        u(s, "core.memory_refs"),
+        "{what}"
+    );
+    assert!(u(s, "os.swap.ins") > 1000, "{what}");
+    assert_eq!(u(s, "os.swap.ins"), u(s, "os.faults.major"), "{what}");
+    assert_eq!(
+        u(s, "os.swap.outs"),
+        u(s, "os.swap.ins") + u(s, "os.swap.swapped"),
+        "{what}"
+    );
+}
+
+#[test]
+fn mosaic_swaps_by_horizon_lru_beyond_its_pool_and_verifies() {
+    let s = over_54_mib("mosaic", "horizon", 100_000);
+    check_io(&s, "horizon");
+    // Every page out is Horizon's: a ghost's frame reused, or a conflict's LRU candidate.
+    let outs = u(&s, "os.swap.outs");
+    assert_eq!(u(&s, "os.swap.policy_outs"), outs);
+    let ghosts = u(&s, "os.swap.ghost_outs");
+    let live = u(&s, "os.frames.live_evictions");
+    assert!(ghosts > 0 && live > 0, "{ghosts} {live}");
+    assert_eq!(u(&s, "os.frames.ghost_evictions"), ghosts);
+    assert_eq!(live, u(&s, "os.frames.conflicts"));
+    assert!(u(&s, "os.frames.horizon") > 0);
+    // Table 3: the first conflict near 98 %, the steady state above it (ghosts fill frames).
+    let first = f(&s, "os.frames.first_conflict_utilisation");
+    let steady = f(&s, "os.frames.steady_state_utilisation");
+    assert!((0.95..0.995).contains(&first), "{first}");
+    assert!(steady > first && steady <= 1.0, "{steady} after {first}");
+    eprintln!(
+        "horizon: outs {outs} (ghosts {ghosts}, conflicts {live}), ins {}, revivals {}, \
+         first conflict {first:.4}, steady state {steady:.4}",
+        u(&s, "os.swap.ins"),
+        u(&s, "os.swap.revivals"),
+    );
+}
+
+#[test]
+fn horizon_and_lru_runs_verify_through_fast_forward() {
+    // Skip the first 100,000 instructions (skipped records stamp their pages too, and their
+    // faults page out), warm, then detail; verify fails the run on any stale translation.
+    for (preset, policy) in [("mosaic", "horizon"), ("mosaic-vanilla", "lru")] {
+        let pool = 54 * MIB;
+        let memory = if preset == "mosaic" { 128 * MIB } else { pool };
+        let mut extra = swap(memory);
+        extra.extend([
+            format!("workload.table_bytes={}", 64 * MIB),
+            "workload.populate=false".into(),
+            format!("schemes.mosaic.pool_bytes={pool}"),
+            format!("os.swap.policy={policy}"),
+            "sim.fast_forward=100000".into(),
+        ]);
+        let s = run(cfg(preset, "gups", 100_000, &extra));
+        assert!(u(&s, "fast_forward.records") > 0, "{policy}");
+        assert!(u(&s, "os.swap.ins") > 0, "{policy}");
+        assert!(u(&s, "verify.translations_checked") >= u(&s, "core.memory_refs"));
+    }
+}
+
+#[test]
+fn the_vanilla_comparator_swaps_by_lru_from_99_2_percent_and_verifies() {
+    let s = over_54_mib("mosaic-vanilla", "lru", 100_000);
+    check_io(&s, "lru");
+    assert_eq!(u(&s, "os.swap.policy_outs"), 0);
+    // The default low watermark: reclaim first pages out with 0.8 % of memory free.
+    let first = f(&s, "os.swap.first_out_utilisation");
+    assert!((0.991..0.993).contains(&first), "{first}");
+    eprintln!(
+        "lru: outs {}, ins {}, first page-out at {first:.4}",
+        u(&s, "os.swap.outs"),
+        u(&s, "os.swap.ins")
+    );
+}
+
+#[test]
+fn fifo_stays_the_default_and_lru_chooses_other_victims() {
+    // Naming `fifo` changes nothing; `lru` pages out by access time, so other pages go.
+    let mut extra = swap(54 * MIB);
+    extra.extend([
+        format!("workload.table_bytes={}", 64 * MIB),
+        "workload.populate=true".into(),
+    ]);
+    let default = run(cfg("mosaic-vanilla", "gups", 50_000, &extra));
+    let fifo = over_54_mib("mosaic-vanilla", "fifo", 50_000);
+    let lru = over_54_mib("mosaic-vanilla", "lru", 50_000);
+    assert_eq!(default, fifo);
+    check_io(&fifo, "fifo");
+    check_io(&lru, "lru");
+    assert_ne!(u(&fifo, "os.swap.ins"), u(&lru, "os.swap.ins"));
+}
+
+#[test]
+fn swap_policies_are_checked_against_the_scheme() {
+    let err = |preset: &str, extra: &[&str]| {
+        let ov: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        xlat::SimConfig::load(preset, &ov).unwrap_err().to_string()
+    };
+    let e = err(
+        "baseline-radix",
+        &["os.swap.enabled=true", "os.swap.policy=\"horizon\""],
+    );
+    assert!(e.contains("os.swap.policy") && e.contains("iceberg"), "{e}");
+    let e = err(
+        "mosaic",
+        &["os.swap.enabled=true", "os.swap.policy=\"lru\""],
+    );
+    assert!(e.contains("os.swap.policy") && e.contains("horizon"), "{e}");
+    let e = err("mosaic", &["os.swap.policy=\"horizon\""]);
+    assert!(e.contains("os.swap.enabled"), "{e}");
+    let e = err(
+        "baseline-radix",
+        &[
+            "os.swap.enabled=true",
+            "os.swap.low_watermark=0.02",
+            "os.swap.high_watermark=0.01",
+        ],
+    );
+    assert!(e.contains("os.swap.high_watermark"), "{e}");
+    let e = err("baseline-radix", &["os.swap.low_watermark=1.5"]);
+    assert!(e.contains("os.swap.low_watermark"), "{e}");
+}
+
+#[test]
+fn with_the_pool_to_spare_horizon_swapping_changes_nothing() {
+    // Stamping every reference costs no simulated time: the same run with Horizon LRU on
+    // and swapping off agrees but for the swap and Horizon stats.
+    let extra = vec![
+        format!("workload.table_bytes={}", 16 * MIB),
+        format!("os.physmem.bytes={}", 128 * MIB),
+        "sim.fast_forward=0".to_string(),
+    ];
+    let off = run(cfg("mosaic", "gups", 20_000, &extra));
+    let mut on_extra = extra.clone();
+    on_extra.extend([
+        "os.swap.enabled=true".into(),
+        "os.swap.policy=\"horizon\"".into(),
+    ]);
+    let mut on = run(cfg("mosaic", "gups", 20_000, &on_extra));
+    assert_eq!(u(&on, "os.swap.outs"), 0);
+    on["os"].as_object_mut().unwrap().remove("swap");
+    let frames = on["os"]["frames"].as_object_mut().unwrap();
+    assert_eq!(frames.remove("horizon"), Some(0.into()));
+    assert_eq!(frames.remove("ghost_frames"), Some(0.into()));
+    assert_eq!(on, off);
+}
+
+/// The float at dotted `path`.
+fn f(v: &serde_json::Value, path: &str) -> f64 {
+    path.split('.')
+        .fold(v, |v, k| &v[k])
+        .as_f64()
+        .unwrap_or_else(|| panic!("{path} is not a number"))
+}

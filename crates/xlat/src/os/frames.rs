@@ -27,6 +27,9 @@ pub struct PageOut {
     /// First 4 KiB page of the page.
     pub vpn: Vpn,
     pub size: PageSize,
+    /// A ghost page (Horizon LRU), evicted because its frame counts as free, rather than a
+    /// live page evicted by a conflict.
+    pub ghost: bool,
 }
 
 /// Chooses the frame of a new page.
@@ -116,6 +119,19 @@ pub trait FramePolicy: Send {
     /// `[schemes.utopia] restsegs` order); empty for policies that manage none.
     fn used_slots(&self) -> Vec<u64> {
         Vec::new()
+    }
+
+    /// Swapping with Horizon LRU (`os.swap.policy = "horizon"`): the policy keeps access
+    /// times and places pages by them from now on. Returns whether it can; only Mosaic's
+    /// iceberg allocator can.
+    fn enable_horizon(&mut self) -> bool {
+        false
+    }
+
+    /// A reference at access time `now` (the OS's clock, increasing) to the page whose first
+    /// frame is `pfn` (only with `enable_horizon`). Returns whether it revived a ghost page.
+    fn touched(&mut self, _pfn: Pfn, _now: u64) -> bool {
+        false
     }
 
     /// The policy's own statistics (the `os.frames` subtree), if any.

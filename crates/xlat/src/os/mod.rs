@@ -13,7 +13,8 @@ pub use frames::{BuddyFrames, Eviction, FramePolicy, PageOut};
 pub use layout::{LayoutKind, Region};
 pub use process::{per_mille, MapKind, Process, Vma};
 use process::{Paging, Thp};
-pub use swap::{SwapConfig, SwapStats};
+use swap::LruQueue;
+pub use swap::{SwapConfig, SwapPolicy, SwapStats};
 
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
@@ -190,6 +191,18 @@ impl OsConfig {
         let key = format!("{path}.physmem.bytes");
         let frames = self.physmem.frames();
         uses.add(key, frames, "4 KiB frames", HOST_BYTES_PER_FRAME, copies);
+        // `lru`: an access time per frame of memory; `horizon`: an access time and an owner
+        // per frame of the pool (counted as if it were all of memory).
+        let per_frame = match self.swap.policy {
+            _ if !self.swap.enabled => 0,
+            SwapPolicy::Fifo => 0,
+            SwapPolicy::Lru => 8,
+            SwapPolicy::Horizon => 16,
+        };
+        if per_frame > 0 {
+            let key = format!("{path}.swap.policy");
+            uses.add(key, frames, "4 KiB frames", per_frame, copies);
+        }
     }
 
     pub fn validate(&self, path: &str) -> Result<()> {
@@ -356,6 +369,14 @@ pub struct Os<T: PageTable> {
     /// Swapping: resident pages in the order they were mapped to frames of the buddy
     /// allocator (the reclaim's FIFO; entries whose page has gone since are skipped).
     resident: std::collections::VecDeque<(u16, Vpn, PageSize)>,
+    /// Swapping by `lru` or `horizon`: every reference stamps its page with this clock (the
+    /// references so far).
+    tracks_access: bool,
+    access_clock: u64,
+    /// `lru`: the last access time of the page whose first frame is each physical frame, and
+    /// the queue reclaim takes the least recently used page from.
+    stamps: Vec<u64>,
+    lru: LruQueue,
     /// Swap I/O cycles since the last fault charged them.
     swap_cycles: u64,
     /// The VMM this OS runs on as a guest, if it is virtualized: its physical memory is then
@@ -422,6 +443,25 @@ impl<T: PageTable> Os<T> {
         if cfg.physmem.frame_order == physmem::FrameOrder::Shuffled {
             buddy.shuffle_frames(Rng::new(seed, rng::stream::FRAME_ORDER));
         }
+        let policy = cfg.swap.enabled.then_some(cfg.swap.policy);
+        if policy == Some(SwapPolicy::Horizon) && !frames.enable_horizon() {
+            return Err(Error::config(
+                "os.swap.policy",
+                "\"horizon\" is Horizon LRU over Mosaic's iceberg pool: this scheme's frames \
+                 come from another allocator (use \"lru\" or \"fifo\")",
+            ));
+        }
+        if policy == Some(SwapPolicy::Lru) && vmm.is_some() {
+            return Err(Error::config(
+                "os.swap.policy",
+                "\"lru\" is not modelled on a VMM: the hardware reports host frames, the \
+                 guest's reclaim sees guest frames",
+            ));
+        }
+        let stamps = match policy {
+            Some(SwapPolicy::Lru) => vec![0; buddy.total_frames() as usize],
+            _ => Vec::new(),
+        };
         let mut os = Os {
             cfg: cfg.clone(),
             new_table,
@@ -436,6 +476,10 @@ impl<T: PageTable> Os<T> {
             copies: Vec::new(),
             scan: TableScan::default(),
             resident: std::collections::VecDeque::new(),
+            tracks_access: policy.is_some_and(|p| p.tracks_access()),
+            access_clock: 0,
+            stamps,
+            lru: LruQueue::default(),
             swap_cycles: 0,
             vmm,
             seed,
@@ -716,7 +760,10 @@ impl<T: PageTable> Os<T> {
         let end = va.0 + bytes;
         let mut at = va.0;
         while at < end {
-            let (_, size, _) = self.map_page(pid, VirtAddr(at))?;
+            let (pfn, size, _) = self.map_page(pid, VirtAddr(at))?;
+            // The initialisation loop touches each page in turn: an access for `lru` and
+            // `horizon`, so untouched pages age in the order they were set up.
+            self.touch(pfn);
             self.stats.faults.populated += 1;
             at = (at & !size.mask()) + size.bytes();
         }
@@ -826,39 +873,117 @@ impl<T: PageTable> Os<T> {
             // The page that evicted it holds its frame now: nothing to free.
             self.page_out(out.pid, out.vpn, out.size, false)?;
             self.stats.swap.policy_outs += 1;
+            self.stats.swap.ghost_outs += u64::from(out.ghost);
         }
         Ok(cycles)
     }
 
-    /// Swapping: a page just mapped to `pfn` joins the reclaim's FIFO if the frame is the
-    /// buddy allocator's (pages in the frame policy's own memory leave it only when the
-    /// policy evicts them).
+    /// Swapping: a page just mapped to `pfn` joins the reclaim's FIFO (or, with `lru`, its
+    /// queue, stamped now) if the frame is the buddy allocator's (pages in the frame policy's
+    /// own memory leave it only when the policy evicts them).
     fn note_resident(&mut self, pid: u16, base: Vpn, pfn: Pfn, size: PageSize) {
-        if self.cfg.swap.enabled && !self.frames.owns(pfn) {
+        if !self.cfg.swap.enabled || self.frames.owns(pfn) {
+            return;
+        }
+        if self.cfg.swap.policy == SwapPolicy::Lru {
+            // Mapped now: as recent as the reference that faulted it in.
+            self.stamps[pfn.0 as usize] = self.access_clock;
+            self.lru.push(self.access_clock, pid, base, size);
+        } else {
             self.resident.push_back((pid, base, size));
         }
     }
 
+    /// A reference to the page whose first frame is `pfn` (what the MMU translated to): with
+    /// `lru` and `horizon`, the access clock ticks and stamps it; otherwise nothing.
+    #[inline]
+    pub fn touch(&mut self, pfn: Pfn) {
+        if self.tracks_access {
+            self.stamp(pfn);
+        }
+    }
+
+    /// [`Os::touch`] of the page that maps `va` in `pid`, if any (a functional run that does
+    /// not translate: fast-forward's skipped records).
+    #[inline]
+    pub fn touch_va(&mut self, pid: u16, va: VirtAddr) {
+        if self.tracks_access {
+            if let Some((pfn, _)) = self.truth(pid, va) {
+                self.stamp(pfn);
+            }
+        }
+    }
+
+    fn stamp(&mut self, pfn: Pfn) {
+        self.access_clock += 1;
+        let now = self.access_clock;
+        if let Some(s) = self.stamps.get_mut(pfn.0 as usize) {
+            *s = now;
+        }
+        if self.frames.touched(pfn, now) {
+            self.stats.swap.revivals += 1;
+        }
+    }
+
+    /// A queued page of the reclaim, if it is still resident as it was queued, in a frame of
+    /// the buddy allocator's: its frame. Entries whose page has gone (unmapped, paged out,
+    /// moved into the policy's memory, or now part of another mapping) give `None`.
+    fn queued_frame(&self, pid: u16, base: Vpn, size: PageSize) -> Result<Option<Pfn>> {
+        Ok(match self.process(pid)?.truth(base.addr()) {
+            Some((pfn, s)) if s == size && base.align_down(s) == base && !self.frames.owns(pfn) => {
+                Some(pfn)
+            }
+            _ => None,
+        })
+    }
+
     /// Swapping: page out the longest-resident pages until `min_free_frames` frames are free
-    /// (or no page of the buddy allocator's is left to page out).
+    /// (or no page of the buddy allocator's is left to page out); with `lru`, see
+    /// [`Os::reclaim_lru`].
     fn reclaim(&mut self) -> Result<()> {
         if !self.cfg.swap.enabled {
             return Ok(());
+        }
+        if self.cfg.swap.policy == SwapPolicy::Lru {
+            return self.reclaim_lru();
         }
         while self.buddy.free_frames() < self.cfg.swap.min_free_frames {
             let Some((pid, base, size)) = self.resident.pop_front() else {
                 return Ok(());
             };
-            // Skip entries whose page has gone (unmapped, paged out, moved into the policy's
-            // memory, or now part of another mapping) since they were queued.
-            let current = self.process(pid)?.truth(base.addr());
-            match current {
-                Some((pfn, s)) if s == size && base.align_down(s) == base => {
-                    if self.frames.owns(pfn) {
-                        continue;
-                    }
-                }
-                _ => continue,
+            if self.queued_frame(pid, base, size)?.is_none() {
+                continue;
+            }
+            self.page_out(pid, base, size, true)?;
+        }
+        Ok(())
+    }
+
+    /// `lru`: when free frames are below the low watermark, page out the least recently used
+    /// pages of the buddy allocator's memory until the high watermark is free (kswapd's
+    /// behaviour, run in the faulting core's handler as the rest of reclaim is).
+    fn reclaim_lru(&mut self) -> Result<()> {
+        let total = self.buddy.total_frames();
+        let (low, high) = self.cfg.swap.watermarks(total);
+        if self.buddy.free_frames() >= low {
+            return Ok(());
+        }
+        while self.buddy.free_frames() < high {
+            let Some((queued, pid, base, size)) = self.lru.pop() else {
+                return Ok(());
+            };
+            let Some(pfn) = self.queued_frame(pid, base, size)? else {
+                continue;
+            };
+            let last = self.stamps[pfn.0 as usize];
+            if last > queued {
+                // Touched since it was queued: back in the queue at its true time.
+                self.lru.push(last, pid, base, size);
+                continue;
+            }
+            if self.stats.swap.first_out_utilisation.is_none() {
+                let used = total - self.buddy.free_frames();
+                self.stats.swap.first_out_utilisation = Some(used as f64 / total as f64);
             }
             self.page_out(pid, base, size, true)?;
         }

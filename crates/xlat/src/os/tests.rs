@@ -262,8 +262,72 @@ fn swap_os(thp: bool) -> Os<RadixPageTable> {
         page_out_cycles: 300,
         page_in_cycles: 1000,
         min_free_frames: 4,
+        ..SwapConfig::default()
     };
     radix_os(&cfg, 3)
+}
+
+/// `lru` over 4 MiB (1024 frames): reclaim starts below 1 % free (11 frames) and stops at
+/// 2 % (21 frames).
+fn lru_os() -> Os<RadixPageTable> {
+    let mut cfg = eager_config(4, false, false, 0.0);
+    cfg.swap = SwapConfig {
+        enabled: true,
+        min_free_frames: 4,
+        policy: SwapPolicy::Lru,
+        low_watermark: 0.01,
+        high_watermark: 0.02,
+        ..SwapConfig::default()
+    };
+    radix_os(&cfg, 3)
+}
+
+/// The LRU comparator pages out the least recently used page, not the longest resident: a
+/// page touched after it was mapped stays while later-mapped, untouched pages go; reclaim
+/// waits for the low watermark and frees up to the high one.
+#[test]
+fn lru_reclaim_pages_out_the_least_recently_used_pages_between_its_watermarks() {
+    let mut os = lru_os();
+    let pid = os.spawn().unwrap();
+    let pages = 1100;
+    let va = os.mmap(pid, pages * 4096, MapKind::Anon).unwrap();
+    let frame = |os: &Os<RadixPageTable>, n: u64| os.truth(pid, page(va, n)).map(|(p, _)| p);
+    let mut first_out = None;
+    for n in 0..pages {
+        os.fault(pid, page(va, n)).unwrap();
+        os.touch(frame(&os, n).unwrap());
+        // Page 0 is used all along; pages 1.. once, when mapped.
+        os.touch(frame(&os, 0).unwrap());
+        if first_out.is_none() && os.stats.swap.outs > 0 {
+            first_out = Some(n);
+            // The low watermark (11 frames) was crossed: reclaim freed up to 21.
+            let free = os.buddy.free_frames();
+            assert!(
+                (19..=20).contains(&free),
+                "21 freed, then the fault took its frames: {free}"
+            );
+            assert_eq!(os.stats.swap.outs, 11);
+        }
+        assert!(os.buddy.free_frames() >= 4);
+    }
+    assert!(first_out.is_some());
+    assert!(frame(&os, 0).is_some(), "the page in use stays");
+    let outs = os.stats.swap.outs;
+    for n in 1..=outs {
+        assert!(
+            frame(&os, n).is_none(),
+            "page {n}, among the least recently used, went out"
+        );
+    }
+    assert!(frame(&os, outs + 1).is_some());
+    let used = os.stats.swap.first_out_utilisation.unwrap();
+    assert!(
+        (1.0 - used) * 1024.0 < 11.0 && (1.0 - used) * 1024.0 >= 10.0,
+        "{used}"
+    );
+    // Touching page 1 brings it back; the page reclaim takes then is the next LRU one.
+    os.fault(pid, page(va, 1)).unwrap();
+    assert_eq!(os.stats.swap.ins, 1);
 }
 
 fn page(va: VirtAddr, n: u64) -> VirtAddr {

@@ -261,6 +261,41 @@ impl SimConfig {
     }
 }
 
+impl SimConfig {
+    /// `os.swap.policy` against the scheme: Horizon LRU works on Mosaic's iceberg pool and
+    /// nowhere else; the pool's pages are the frame policy's own, which `lru`'s reclaim
+    /// cannot page out.
+    fn check_swap_policy(&self) -> Result<()> {
+        use crate::os::SwapPolicy;
+        let policy = self.os.swap.policy;
+        if policy != SwapPolicy::Fifo && !self.os.swap.enabled {
+            return Err(Error::config(
+                "os.swap.policy",
+                format!("{policy:?} needs os.swap.enabled = true").to_lowercase(),
+            ));
+        }
+        let mosaic = self.scheme == "mosaic";
+        if policy == SwapPolicy::Horizon && !mosaic {
+            return Err(Error::config(
+                "os.swap.policy",
+                format!(
+                    "\"horizon\" is Horizon LRU over Mosaic's iceberg pool; scheme {} \
+                     allocates frames otherwise (use \"lru\" or \"fifo\")",
+                    self.scheme
+                ),
+            ));
+        }
+        if policy == SwapPolicy::Lru && mosaic {
+            return Err(Error::config(
+                "os.swap.policy",
+                "\"lru\" reclaims the buddy allocator's memory, and every data page of a \
+                 mosaic run is in the iceberg pool: use \"horizon\"",
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Validate for SimConfig {
     /// Check geometry and ranges; every error names the full key.
     fn validate(&self) -> Result<()> {
@@ -303,6 +338,7 @@ impl Validate for SimConfig {
                     .to_string(),
             ));
         }
+        self.check_swap_policy()?;
         self.workload.validate("workload")?;
         // A mix runs each program on a core of its own, or all of them time-sliced on one
         // core; an OS scheduler spreading more programs over fewer cores is not modelled.

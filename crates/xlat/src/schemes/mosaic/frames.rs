@@ -6,13 +6,15 @@
 //! Only 4 KiB pages are placed (a mosaic page is made of base pages): the OS's huge-page
 //! attempts get no frame and fall back to 4 KiB. An associativity conflict (every candidate
 //! slot taken) gets no frame either; without swapping that ends the run with an
-//! out-of-memory error, after the conflict is counted.
+//! out-of-memory error, after the conflict is counted. With Horizon LRU
+//! (`os.swap.policy = "horizon"`) an allocation always gets a frame: a ghost's, or on a
+//! conflict the least recently used candidate's, whose page the OS then pages out.
 
 use super::iceberg::{IcebergCounters, IcebergTable, UtilisationSeries};
 use crate::addr::{PageSize, Pfn, Vpn};
 use crate::error::{Error, Result};
 use crate::mem::physmem::{BuddyAllocator, MAX_ORDER};
-use crate::os::FramePolicy;
+use crate::os::{FramePolicy, PageOut};
 use serde::Serialize;
 
 pub struct IcebergFrames {
@@ -32,6 +34,15 @@ struct FramesStats<'a> {
     first_conflict_utilisation: Option<f64>,
     /// Frames in use as allocation went on: `[allocations, used]` pairs.
     utilisation_series: &'a UtilisationSeries,
+    /// Horizon LRU: mean utilisation from the first conflict to the end of the run over the
+    /// access clock (ghosts count as in use: Table 3's steady state), the horizon, and ghost
+    /// pages resident now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    steady_state_utilisation: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    horizon: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ghost_frames: Option<u64>,
     #[serde(flatten)]
     counters: &'a IcebergCounters,
 }
@@ -115,7 +126,8 @@ impl FramePolicy for IcebergFrames {
             format!(
                 "associativity conflict: all {} frames the page may take are in use, with the \
                  pool {:.2}% full ({} conflicts so far, the first at {:.2}%); shrink the \
-                 footprint or enlarge {} (swapping for mosaic is not modelled yet)",
+                 footprint, enlarge {}, or swap (os.swap.enabled = true with \
+                 os.swap.policy = \"horizon\")",
                 g.associativity(),
                 100.0 * t.utilisation(),
                 t.counters.conflicts,
@@ -123,6 +135,29 @@ impl FramePolicy for IcebergFrames {
                 self.key
             )
         })
+    }
+
+    fn enable_horizon(&mut self) -> bool {
+        self.table.enable_horizon();
+        true
+    }
+
+    #[inline]
+    fn touched(&mut self, pfn: Pfn, now: u64) -> bool {
+        self.table.touch(pfn, now)
+    }
+
+    fn take_page_outs(&mut self) -> Vec<PageOut> {
+        self.table
+            .take_evicted()
+            .into_iter()
+            .map(|(pid, vpn, ghost)| PageOut {
+                pid,
+                vpn: Vpn(vpn),
+                size: PageSize::Size4K,
+                ghost,
+            })
+            .collect()
     }
 
     fn owns(&self, pfn: Pfn) -> bool {
@@ -141,6 +176,9 @@ impl FramePolicy for IcebergFrames {
             utilisation: t.utilisation(),
             first_conflict_utilisation: t.first_conflict(),
             utilisation_series: t.series(),
+            steady_state_utilisation: t.steady_state(),
+            horizon: t.horizon(),
+            ghost_frames: t.horizon().map(|_| t.ghost_frames()),
             counters: &t.counters,
         };
         Some(serde_json::to_value(stats).expect("stats always serialise"))

@@ -275,8 +275,47 @@ pub struct IcebergCounters {
     pub front_yard: u64,
     pub backyard: u64,
     pub frees: u64,
-    /// Allocations that found every candidate slot taken (associativity conflicts).
+    /// Allocations that found every candidate slot taken (associativity conflicts); with
+    /// Horizon LRU, every candidate held a live page.
     pub conflicts: u64,
+    /// Horizon LRU: allocations that evicted a ghost page to take its frame, and that evicted
+    /// the least recently used live candidate (one per conflict).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ghost_evictions: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub live_evictions: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Horizon LRU's state (Mosaic §2.4): every pool frame's page's last access time and owner,
+/// and the horizon, the highest access time of a live page it evicted. A resident page last
+/// accessed before the horizon is a *ghost*: still mapped, but its frame counts as free.
+pub struct Horizon {
+    /// Last access time of the page in each pool frame (set when it is placed, then at every
+    /// reference).
+    stamps: Vec<u64>,
+    /// The page in each pool frame: ASID above bit 48, VPN below (a VPN has at most 45 bits).
+    owners: Vec<u64>,
+    horizon: u64,
+    /// The access clock's latest value seen.
+    now: u64,
+    /// Pages evicted by insertions since the last [`IcebergTable::take_evicted`]: ASID, VPN,
+    /// and whether it was a ghost.
+    evicted: Vec<(u16, u64, bool)>,
+    /// Steady state: from the first conflict on, the integral over the access clock of the
+    /// frames in use, up to `last` (the time it was brought up to date).
+    steady_from: Option<u64>,
+    steady_area: u128,
+    steady_last: u64,
+}
+
+impl Horizon {
+    fn owner(asid: u16, vpn: u64) -> u64 {
+        u64::from(asid) << 48 | vpn
+    }
 }
 
 /// The OS's view of the pool: which frames hold a page, and each bucket's load per yard.
@@ -291,6 +330,8 @@ pub struct IcebergTable {
     /// Utilisation (used / pool frames) when the first associativity conflict happened.
     first_conflict: Option<f64>,
     series: UtilisationSeries,
+    /// Horizon LRU, when swapping uses it.
+    horizon: Option<Horizon>,
 }
 
 impl IcebergTable {
@@ -314,7 +355,96 @@ impl IcebergTable {
                 every: (frames / 64).max(1),
                 samples: Vec::new(),
             },
+            horizon: None,
             map,
+        }
+    }
+
+    /// Place pages by Horizon LRU from now on (the pool must be empty: owners are recorded
+    /// from the first placement).
+    pub fn enable_horizon(&mut self) {
+        assert_eq!(self.used_frames, 0, "Horizon LRU starts with an empty pool");
+        let frames = self.map.frames() as usize;
+        self.horizon = Some(Horizon {
+            stamps: vec![0; frames],
+            owners: vec![0; frames],
+            horizon: 0,
+            now: 0,
+            evicted: Vec::new(),
+            steady_from: None,
+            steady_area: 0,
+            steady_last: 0,
+        });
+    }
+
+    /// Horizon LRU's horizon (`None` without it).
+    pub fn horizon(&self) -> Option<u64> {
+        self.horizon.as_ref().map(|h| h.horizon)
+    }
+
+    /// A reference at access time `now` to the page in pool frame `pfn` (any frame: the
+    /// clock is noted even if it is not the pool's). Returns whether the page was a ghost,
+    /// which is now live again without I/O.
+    #[inline]
+    pub fn touch(&mut self, pfn: Pfn, now: u64) -> bool {
+        let used = self.is_used(pfn);
+        let Some(h) = &mut self.horizon else {
+            return false;
+        };
+        h.now = now;
+        if !used {
+            return false;
+        }
+        let stamp = &mut h.stamps[(pfn.0 - self.map.base) as usize];
+        let revived = *stamp < h.horizon;
+        *stamp = now;
+        revived
+    }
+
+    /// Whether pool frame `pfn` holds a ghost page (Horizon LRU).
+    pub fn is_ghost(&self, pfn: Pfn) -> bool {
+        self.is_used(pfn)
+            && self
+                .horizon
+                .as_ref()
+                .is_some_and(|h| h.stamps[(pfn.0 - self.map.base) as usize] < h.horizon)
+    }
+
+    /// Ghost pages resident now (a scan of the pool).
+    pub fn ghost_frames(&self) -> u64 {
+        let base = self.map.base;
+        (base..base + self.map.frames())
+            .filter(|&f| self.is_ghost(Pfn(f)))
+            .count() as u64
+    }
+
+    /// Pages Horizon LRU evicted since the last call: ASID, VPN, and whether each was a ghost.
+    pub fn take_evicted(&mut self) -> Vec<(u16, u64, bool)> {
+        self.horizon
+            .as_mut()
+            .map_or_else(Vec::new, |h| std::mem::take(&mut h.evicted))
+    }
+
+    /// Mean utilisation from the first conflict to now over the access clock (Table 3's
+    /// steady state), with Horizon LRU after a conflict; `None` otherwise.
+    pub fn steady_state(&self) -> Option<f64> {
+        let h = self.horizon.as_ref()?;
+        let from = h.steady_from?;
+        let span = h.now - from;
+        if span == 0 {
+            return Some(self.utilisation());
+        }
+        let area = h.steady_area + u128::from(self.used_frames) * u128::from(h.now - h.steady_last);
+        Some(area as f64 / (span as f64 * self.map.frames() as f64))
+    }
+
+    /// Bring the steady-state integral up to now (before the frames in use change).
+    fn account(&mut self) {
+        if let Some(h) = &mut self.horizon {
+            if h.steady_from.is_some() {
+                h.steady_area += u128::from(self.used_frames) * u128::from(h.now - h.steady_last);
+                h.steady_last = h.now;
+            }
         }
     }
 
@@ -372,6 +502,9 @@ impl IcebergTable {
     /// slots of every bucket, frames whose low address bits agree, and so crowd them into a
     /// few sets of every physically indexed cache.
     pub fn insert(&mut self, asid: u16, vpn: u64) -> Option<(Pfn, u8)> {
+        if self.horizon.is_some() {
+            return Some(self.insert_horizon(asid, vpn));
+        }
         let g = self.map.geometry;
         let (front, start) = self.map.bucket_and_start(asid, vpn, 0, g.front);
         let slot = if u32::from(self.front_load[front as usize]) < g.front {
@@ -403,18 +536,146 @@ impl IcebergTable {
         };
         self.set_used(slot.0, true);
         self.used_frames += 1;
+        self.allocated();
+        Some((Pfn(slot.0), g.encode(slot.1)))
+    }
+
+    fn allocated(&mut self) {
         self.counters.allocations += 1;
         if self.counters.allocations.is_multiple_of(self.series.every) {
             self.sample();
         }
-        Some((Pfn(slot.0), g.encode(slot.1)))
     }
 
     fn conflict(&mut self) {
         self.counters.conflicts += 1;
         if self.first_conflict.is_none() {
             self.first_conflict = Some(self.utilisation());
+            if let Some(h) = &mut self.horizon {
+                h.steady_from = Some(h.now);
+                h.steady_last = h.now;
+            }
         }
+    }
+
+    /// Pool frame index of `pfn` (Horizon's arrays).
+    fn index(&self, pfn: u64) -> usize {
+        (pfn - self.map.base) as usize
+    }
+
+    /// Horizon LRU: room for a page in the `len` frames from `first`: the first free frame
+    /// from slot `start` on, else the ghost accessed longest ago (the first of equals);
+    /// returns it and whether it holds a ghost.
+    fn room_in(&self, first: u64, len: u32, start: u32) -> Option<(u64, bool)> {
+        if let Some(free) = self.free_in(first, len, start) {
+            return Some((free, false));
+        }
+        let h = self.horizon.as_ref().expect("Horizon LRU is on");
+        (0..len)
+            .map(|i| first + u64::from((start + i) % len))
+            .filter(|&f| h.stamps[self.index(f)] < h.horizon)
+            .min_by_key(|&f| h.stamps[self.index(f)])
+            .map(|f| (f, true))
+    }
+
+    /// Live (used, not ghost) frames of the `len` frames from `first`.
+    fn live_in(&self, first: u64, len: u32) -> u32 {
+        let h = self.horizon.as_ref().expect("Horizon LRU is on");
+        (first..first + u64::from(len))
+            .filter(|&f| self.is_used(Pfn(f)) && h.stamps[self.index(f)] >= h.horizon)
+            .count() as u32
+    }
+
+    /// Place page `vpn` of `asid` by Horizon LRU (§2.4). As [`IcebergTable::insert`], but
+    /// ghost pages' frames count as free: the front yard takes a free slot, else its oldest
+    /// ghost's; then the backyard bucket with the fewest live pages (the first of equals)
+    /// does the same. If every candidate is live (a conflict), the least recently used of
+    /// them is evicted and the horizon rises to its access time, making every page accessed
+    /// before it a ghost. An evicted page keeps its frame's used bit and its yard's load
+    /// (the new page takes its place) and waits in [`IcebergTable::take_evicted`].
+    fn insert_horizon(&mut self, asid: u16, vpn: u64) -> (Pfn, u8) {
+        let g = self.map.geometry;
+        let (front, start) = self.map.bucket_and_start(asid, vpn, 0, g.front);
+        let front_first = self.map.bucket_base(front);
+        let (pfn, slot, ghost) = match self.room_in(front_first, g.front, start) {
+            Some((pfn, ghost)) => {
+                self.counters.front_yard += 1;
+                (pfn, Slot::Front((pfn - front_first) as u32), ghost)
+            }
+            None => self.horizon_backyard(asid, vpn),
+        };
+        if ghost {
+            self.counters.ghost_evictions += 1;
+        }
+        let i = self.index(pfn);
+        if self.is_used(Pfn(pfn)) {
+            let h = self.horizon.as_mut().expect("Horizon LRU is on");
+            let owner = h.owners[i];
+            h.evicted
+                .push(((owner >> 48) as u16, owner & ((1 << 48) - 1), ghost));
+        } else {
+            self.account();
+            let bucket = (i as u64 / g.bucket_frames()) as usize;
+            match slot {
+                Slot::Front(_) => self.front_load[bucket] += 1,
+                Slot::Back { .. } => self.back_load[bucket] += 1,
+            }
+            self.set_used(pfn, true);
+            self.used_frames += 1;
+        }
+        let h = self.horizon.as_mut().expect("Horizon LRU is on");
+        h.owners[i] = Horizon::owner(asid, vpn);
+        h.stamps[i] = h.now;
+        self.allocated();
+        (Pfn(pfn), g.encode(slot))
+    }
+
+    /// Horizon LRU past a front yard with no room: a backyard slot, or the conflict's victim
+    /// among all candidates. Returns the frame, its slot, and whether it holds a ghost.
+    fn horizon_backyard(&mut self, asid: u16, vpn: u64) -> (u64, Slot, bool) {
+        let g = self.map.geometry;
+        let yard = |t: &Self, c: u32| {
+            t.map.bucket_base(t.map.bucket(asid, vpn, 1 + c)) + u64::from(g.front)
+        };
+        let (choice, live) = (0..g.choices)
+            .map(|c| (c, self.live_in(yard(self, c), g.back)))
+            .min_by_key(|&(c, live)| (live, c))
+            .expect("at least one choice (validated)");
+        if live < g.back {
+            let (_, start) = self.map.bucket_and_start(asid, vpn, 1 + choice, g.back);
+            let first = yard(self, choice);
+            let (pfn, ghost) = self
+                .room_in(first, g.back, start)
+                .expect("fewer live pages than slots");
+            self.counters.backyard += 1;
+            let slot = (pfn - first) as u32;
+            return (pfn, Slot::Back { choice, slot }, ghost);
+        }
+        // A conflict: every candidate is live. Evict the least recently used (the first of
+        // equals, front yard first, then by choice).
+        self.conflict();
+        self.counters.live_evictions += 1;
+        let (front, _) = self.map.bucket_and_start(asid, vpn, 0, g.front);
+        let front_first = self.map.bucket_base(front);
+        let candidates = (0..g.front)
+            .map(|s| (front_first + u64::from(s), Slot::Front(s)))
+            .chain((0..g.choices).flat_map(|choice| {
+                let first = yard(self, choice);
+                (0..g.back).map(move |slot| (first + u64::from(slot), Slot::Back { choice, slot }))
+            }));
+        let h = self.horizon.as_ref().expect("Horizon LRU is on");
+        let (pfn, slot) = candidates
+            .min_by_key(|&(f, _)| h.stamps[self.index(f)])
+            .expect("a page has candidates");
+        let stamp = h.stamps[self.index(pfn)];
+        let h = self.horizon.as_mut().expect("Horizon LRU is on");
+        h.horizon = h.horizon.max(stamp);
+        if matches!(slot, Slot::Front(_)) {
+            self.counters.front_yard += 1;
+        } else {
+            self.counters.backyard += 1;
+        }
+        (pfn, slot, false)
     }
 
     fn sample(&mut self) {
@@ -441,6 +702,7 @@ impl IcebergTable {
         } else {
             self.back_load[bucket] -= 1;
         }
+        self.account();
         self.set_used(pfn.0, false);
         self.used_frames -= 1;
         self.counters.frees += 1;

@@ -410,3 +410,236 @@ fn the_vanilla_tlb_drops_a_huge_pages_pieces_in_one_pass() {
     assert_eq!(hit(&mut tlb, 513, 2), Some(Pfn(9)));
     assert_eq!(hit(&mut tlb, 513, 1), None);
 }
+
+/// Horizon LRU driven as the OS drives it: a reference to a resident page stamps it; one to
+/// a page not resident faults it in (the insertion, at the clock of the reference before) and
+/// the pages the insertion evicted leave memory; then the reference stamps it.
+struct HorizonRig {
+    t: IcebergTable,
+    now: u64,
+    /// Resident pages (live and ghost) and their frames.
+    resident: HashMap<u64, Pfn>,
+    /// Every page's last access time.
+    last: HashMap<u64, u64>,
+    /// Pages evicted, in order, and how many were ghosts.
+    evicted: Vec<u64>,
+    ghost_outs: u64,
+    faults: u64,
+    revivals: u64,
+}
+
+impl HorizonRig {
+    fn new(mut t: IcebergTable) -> HorizonRig {
+        t.enable_horizon();
+        HorizonRig {
+            t,
+            now: 0,
+            resident: HashMap::new(),
+            last: HashMap::new(),
+            evicted: Vec::new(),
+            ghost_outs: 0,
+            faults: 0,
+            revivals: 0,
+        }
+    }
+
+    /// The frames page `vpn` may take: its front-yard slots, then each choice's backyard.
+    fn candidates(&self, vpn: u64) -> Vec<Pfn> {
+        let g = self.t.map.geometry;
+        let front = (0..g.front).map(Slot::Front);
+        let back = (0..g.choices)
+            .flat_map(|choice| (0..g.back).map(move |slot| Slot::Back { choice, slot }));
+        front
+            .chain(back)
+            .map(|s| self.t.map.frame(0, vpn, s))
+            .collect()
+    }
+
+    fn reference(&mut self, vpn: u64) {
+        if !self.resident.contains_key(&vpn) {
+            self.faults += 1;
+            let (pfn, cpfn) = self.t.insert(0, vpn).expect("Horizon LRU always places");
+            assert_eq!(self.t.map.decode(0, vpn, cpfn), Some(pfn));
+            for (asid, out, ghost) in self.t.take_evicted() {
+                assert_eq!(asid, 0);
+                assert_eq!(
+                    self.resident.remove(&out),
+                    Some(pfn),
+                    "the victim held the frame"
+                );
+                self.evicted.push(out);
+                self.ghost_outs += u64::from(ghost);
+            }
+            self.resident.insert(vpn, pfn);
+        }
+        self.now += 1;
+        if self.t.touch(self.resident[&vpn], self.now) {
+            self.revivals += 1;
+        }
+        self.last.insert(vpn, self.now);
+    }
+}
+
+/// Global LRU over a fully associative memory of `frames`: the pages it evicts, in order.
+fn reference_lru(stream: &[u64], frames: usize) -> Vec<u64> {
+    let mut last: HashMap<u64, usize> = HashMap::new();
+    let mut evicted = Vec::new();
+    for (now, &vpn) in stream.iter().enumerate() {
+        if !last.contains_key(&vpn) && last.len() == frames {
+            let (&victim, _) = last.iter().min_by_key(|&(_, &t)| t).unwrap();
+            last.remove(&victim);
+            evicted.push(victim);
+        }
+        last.insert(vpn, now);
+    }
+    evicted
+}
+
+/// A skewed random stream over `pages` pages: half the references to a hot eighth.
+fn stream(pages: u64, len: usize, seed: u64) -> Vec<u64> {
+    let mut rng = Rng::new(seed, 5);
+    (0..len)
+        .map(|_| match rng.below(2) {
+            0 => rng.below(pages / 8),
+            _ => rng.below(pages),
+        })
+        .collect()
+}
+
+/// §2.4: with no associativity conflict to perturb it, Horizon LRU is global LRU. In a pool of
+/// one bucket every page may take every frame (all hashes name bucket 0), so the only
+/// evictions are capacity evictions: they are exactly those of LRU over a fully associative
+/// memory of the same 64 frames, and no page is ever a ghost.
+#[test]
+fn without_conflicts_horizon_lru_evicts_exactly_what_global_lru_does() {
+    for seed in 0..5 {
+        let refs = stream(200, 20_000, seed);
+        let mut rig = HorizonRig::new(table(1, 4096, seed));
+        for &vpn in &refs {
+            rig.reference(vpn);
+        }
+        let lru = reference_lru(&refs, 64);
+        assert!(lru.len() > 5000, "the stream pages a lot");
+        assert_eq!(rig.evicted, lru, "seed {seed}");
+        assert_eq!((rig.ghost_outs, rig.revivals), (0, 0));
+        assert_eq!(rig.t.used_frames(), 64);
+    }
+}
+
+/// With conflicts (a pool of 16 buckets, the paper's f, b, d), Horizon LRU still simulates a
+/// global LRU: at every step the live pages are exactly the most recently used ones, every
+/// ghost and every page out of memory having been accessed before every live page.
+#[test]
+fn the_live_pages_are_always_the_most_recently_used() {
+    let refs = stream(1400, 30_000, 9);
+    let mut rig = HorizonRig::new(table(16, 4096, 3));
+    for (i, &vpn) in refs.iter().enumerate() {
+        rig.reference(vpn);
+        if i % 97 != 0 {
+            continue;
+        }
+        let live = |v: &u64| rig.resident.get(v).is_some_and(|&p| !rig.t.is_ghost(p));
+        let oldest_live = rig
+            .last
+            .iter()
+            .filter(|(v, _)| live(v))
+            .map(|(_, &t)| t)
+            .min();
+        let newest_other = rig
+            .last
+            .iter()
+            .filter(|(v, _)| !live(v))
+            .map(|(_, &t)| t)
+            .max();
+        if let (Some(l), Some(o)) = (oldest_live, newest_other) {
+            assert!(
+                o < l,
+                "step {i}: a page accessed at {o} is not live, one at {l} is"
+            );
+        }
+    }
+    let conflicts = rig.t.counters.conflicts;
+    assert!(
+        conflicts > 100 && rig.ghost_outs > 100,
+        "{conflicts} {}",
+        rig.ghost_outs
+    );
+    assert!(rig.revivals > 0, "ghosts were touched back");
+    // Ghosts let the pool fill past the first conflict.
+    let steady = rig.t.steady_state().unwrap();
+    let first = rig.t.first_conflict().unwrap();
+    assert!(
+        steady > first && steady <= 1.0,
+        "steady {steady}, first conflict {first}"
+    );
+}
+
+/// A ghost touched again is live at no cost: no eviction, no change in the frames in use.
+#[test]
+fn reviving_a_ghost_costs_no_io() {
+    let mut rig = HorizonRig::new(table(16, 4096, 1));
+    let mut vpn = 0;
+    // Fill until a conflict raises the horizon and makes ghosts.
+    while rig.t.horizon() == Some(0) {
+        rig.reference(vpn);
+        vpn += 1;
+    }
+    let (&ghost, _) = rig
+        .resident
+        .iter()
+        .filter(|(_, &p)| rig.t.is_ghost(p))
+        .min_by_key(|(&v, _)| v)
+        .expect("the conflict made ghosts");
+    let (used, evicted, faults) = (rig.t.used_frames(), rig.evicted.len(), rig.faults);
+    rig.reference(ghost);
+    assert_eq!(rig.revivals, 1);
+    assert_eq!(
+        (rig.t.used_frames(), rig.evicted.len(), rig.faults),
+        (used, evicted, faults)
+    );
+    assert!(!rig.t.is_ghost(rig.resident[&ghost]));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// No live page is evicted while a free frame or a ghost is among the faulting page's
+    /// candidates; a ghost eviction takes a ghost's frame; a live eviction's victim is the
+    /// least recently used candidate.
+    #[test]
+    fn horizon_evicts_a_live_page_only_when_every_candidate_is_live(
+        refs in proptest::collection::vec(0u64..900, 1..3000),
+        seed in 0u64..1000,
+    ) {
+        let mut rig = HorizonRig::new(table(8, 4096, seed));
+        for vpn in refs {
+            if rig.resident.contains_key(&vpn) {
+                rig.reference(vpn);
+                continue;
+            }
+            let cands = rig.candidates(vpn);
+            let room = cands.iter().any(|&p| !rig.t.is_used(p) || rig.t.is_ghost(p));
+            let ghosts: Vec<Pfn> = cands.iter().copied().filter(|&p| rig.t.is_ghost(p)).collect();
+            let owner = |p: Pfn| rig.resident.iter().find(|(_, &f)| f == p).map(|(&v, _)| v);
+            let oldest = cands
+                .iter()
+                .filter_map(|&p| owner(p))
+                .map(|v| rig.last[&v])
+                .min();
+            let (outs, ghost_outs) = (rig.evicted.len(), rig.ghost_outs);
+            rig.reference(vpn);
+            let frame = rig.resident[&vpn];
+            prop_assert!(cands.contains(&frame));
+            if rig.evicted.len() > outs {
+                let victim = *rig.evicted.last().unwrap();
+                if rig.ghost_outs > ghost_outs {
+                    prop_assert!(ghosts.contains(&frame), "a ghost's frame");
+                } else {
+                    prop_assert!(!room, "live page {victim} evicted with room among the candidates");
+                    prop_assert_eq!(Some(rig.last[&victim]), oldest, "the LRU candidate");
+                    prop_assert_eq!(rig.t.horizon(), oldest);
+                }
+            }
+        }
+    }
+}

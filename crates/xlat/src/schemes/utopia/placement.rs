@@ -272,6 +272,7 @@ impl RestSegPlacement {
                     pid: owner,
                     vpn: victim,
                     size,
+                    ghost: false,
                 });
                 state.stats.paged_out += 1;
                 state.leave(first + w as usize);

@@ -179,6 +179,9 @@ impl<S: Scheme> System<S> {
                 // Functional: shootdowns cost nothing and copies take no time.
                 self.settle_moves(c, self.ff_clock);
             }
+            // Swapping by access time: a skipped record's page is referenced too (the
+            // records after it on the same page change no page's order).
+            self.os.touch_va(rec.pid, rec.vaddr);
             *mapped = Some(page);
         }
         self.skipped.records += 1;
@@ -254,6 +257,7 @@ impl<S: Scheme> System<S> {
         if <S::Mmu as MmuScheme>::NOTES_SIDE_HITS && t.found == Found::Side {
             self.os.side_hit(super::page_frame(&t));
         }
+        self.os.touch(super::page_frame(&t));
         if <S::Mmu as MmuScheme>::NOTES_WALKS && !self.cores[c].mmu.walk_notes.is_empty() {
             self.deliver_walk_notes(c, now)?;
         }

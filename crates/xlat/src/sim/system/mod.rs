@@ -423,6 +423,8 @@ impl<S: Scheme> System<S> {
         if <S::Mmu as MmuScheme>::NOTES_SIDE_HITS && t.found == Found::Side {
             self.os.side_hit(page_frame(&t));
         }
+        // Swapping by access time: the page was referenced now.
+        self.os.touch(page_frame(&t));
         // The translation is resolved, then the page may move (Utopia §5.5).
         if <S::Mmu as MmuScheme>::NOTES_WALKS && !self.cores[c].mmu.walk_notes.is_empty() {
             let stall = self.deliver_walk_notes(c, issue + t.latency)?;
