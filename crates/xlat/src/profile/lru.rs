@@ -225,7 +225,7 @@ impl SetCount {
 
     /// Way `w` of `set` (at `base`), in the list, made its front: a hit.
     #[inline(always)]
-    fn to_front(&mut self, set: usize, base: usize, w: u32) {
+    fn make_front(&mut self, set: usize, base: usize, w: u32) {
         let f = self.heads[set].front;
         if w != f {
             if w == self.slots[base + f as usize].newer {
@@ -416,7 +416,7 @@ impl LruGeometries {
                             self.misses[g] += 1;
                         }
                     }
-                    c.to_front(set, base, w);
+                    c.make_front(set, base, w);
                 }
             }
         }
