@@ -9,9 +9,9 @@
 //! answers for every geometry of that set count.
 //!
 //! Only ranks below the largest way count asked of a set count matter: each set count keeps
-//! the stacks' top `W_max` tags, an LRU array of `S x W_max` slots whose sets are linked
-//! lists in recency order (a hit moves its slot to the front, a miss takes the back one's
-//! slot: both in constant time), and a table from each tag ever seen to the slot it was last
+//! the stacks' top `W_max` tags, an LRU array of `S x W_max` slots whose sets are circular
+//! linked lists in recency order (a hit moves its slot to the front; a miss takes the back
+//! one's slot, which becomes the front by turning the circle: both in constant time), and a table from each tag ever seen to the slot it was last
 //! given in each set count's array (still its own if that slot's tag is it: an eviction
 //! writes nothing but the slot). A reference therefore costs one table lookup and constant
 //! work per set count, whatever the associativity: 1024 ways are no dearer than one. A hit whose rank matters (a set count asked for several way counts)
@@ -136,13 +136,14 @@ struct Slot {
     older: u32,
 }
 
-/// One set of a set count's array: its most and least recently used ways, the slots in
-/// use, the references it has had.
+/// One set of a set count's array: its most recently used way, the slots in use, the
+/// references it has had. The set's list is circular: the front's `newer` is the back (the
+/// least recently used), whose `older` is the front, so the back becomes the front with no
+/// link changed (a miss in a full set, most references of a large footprint).
 #[derive(Clone, Copy, Debug)]
 struct SetHead {
     clock: u64,
     front: u32,
-    back: u32,
     used: u32,
 }
 
@@ -172,7 +173,6 @@ impl SetCount {
         let head = SetHead {
             clock: 0,
             front: NIL,
-            back: NIL,
             used: 0,
         };
         SetCount {
@@ -185,39 +185,61 @@ impl SetCount {
         }
     }
 
-    /// Unlink way `w` of `set` (at `base`) from its list.
+    /// Stamp way `w` of `set` (at `base`), the front now, with the set's next reference.
     #[inline(always)]
-    fn unlink(&mut self, set: usize, base: usize, w: u32) {
-        let Slot { newer, older, .. } = self.slots[base + w as usize];
+    fn stamp(&mut self, set: usize, base: usize, w: u32) {
         let head = &mut self.heads[set];
-        if newer == NIL {
-            head.front = older;
-        } else {
-            self.slots[base + newer as usize].older = older;
-        }
-        if older == NIL {
-            head.back = newer;
-        } else {
-            self.slots[base + older as usize].newer = newer;
-        }
+        head.clock += 1;
+        self.slots[base + w as usize].stamp = head.clock;
     }
 
-    /// Link way `w` of `set` (at `base`) at the front of its list, stamped now.
+    /// Link way `w` of `set` (at `base`), in no list yet, at the front of the set's list,
+    /// between its back and its front.
     #[inline(always)]
     fn push_front(&mut self, set: usize, base: usize, w: u32) {
-        let head = &mut self.heads[set];
-        let f = head.front;
-        head.front = w;
-        if f == NIL {
-            head.back = w;
+        let f = self.heads[set].front;
+        let (newer, older) = if f == NIL {
+            (w, w)
         } else {
+            let b = self.slots[base + f as usize].newer;
             self.slots[base + f as usize].newer = w;
-        }
-        head.clock += 1;
+            self.slots[base + b as usize].older = w;
+            (b, f)
+        };
         let slot = &mut self.slots[base + w as usize];
-        slot.newer = NIL;
-        slot.older = f;
-        slot.stamp = head.clock;
+        slot.newer = newer;
+        slot.older = older;
+        self.heads[set].front = w;
+        self.stamp(set, base, w);
+    }
+
+    /// The back of `set` (at `base`), a full set, made its front: the least recently used
+    /// way, for a tag that missed.
+    #[inline(always)]
+    fn rotate(&mut self, set: usize, base: usize) -> u32 {
+        let w = self.slots[base + self.heads[set].front as usize].newer;
+        self.heads[set].front = w;
+        self.stamp(set, base, w);
+        w
+    }
+
+    /// Way `w` of `set` (at `base`), in the list, made its front: a hit.
+    #[inline(always)]
+    fn make_front(&mut self, set: usize, base: usize, w: u32) {
+        let f = self.heads[set].front;
+        if w != f {
+            if w == self.slots[base + f as usize].newer {
+                // The back: the circle turns.
+                self.heads[set].front = w;
+            } else {
+                let Slot { newer, older, .. } = self.slots[base + w as usize];
+                self.slots[base + newer as usize].older = older;
+                self.slots[base + older as usize].newer = newer;
+                self.push_front(set, base, w);
+                return;
+            }
+        }
+        self.stamp(set, base, w);
     }
 
     /// How many tags of `set` (at `base`) were used since way `w`'s.
@@ -368,14 +390,13 @@ impl LruGeometries {
                     let head = &mut c.heads[set];
                     let w = if (head.used as usize) < c.ways {
                         head.used += 1;
-                        head.used - 1
-                    } else {
-                        let w = head.back;
-                        c.unlink(set, base, w);
+                        let w = head.used - 1;
+                        c.push_front(set, base, w);
                         w
+                    } else {
+                        c.rotate(set, base)
                     };
                     c.slots[base + w as usize].id = id as u32;
-                    c.push_front(set, base, w);
                     self.tags.row_mut(id)[k] = w + 1;
                 }
                 held => {
@@ -395,14 +416,7 @@ impl LruGeometries {
                             self.misses[g] += 1;
                         }
                     }
-                    if c.heads[set].front != w {
-                        c.unlink(set, base, w);
-                        c.push_front(set, base, w);
-                    } else {
-                        let head = &mut c.heads[set];
-                        head.clock += 1;
-                        c.slots[base + w as usize].stamp = head.clock;
-                    }
+                    c.make_front(set, base, w);
                 }
             }
         }
