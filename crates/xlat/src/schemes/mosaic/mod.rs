@@ -222,6 +222,18 @@ fn push_toc_lines(plan: &mut WalkPlan, first: u64, arity: u64, pte: u64) {
     }
 }
 
+/// What a TLB beside the x86 arrays answers as the MMU's side stage: a 4 KiB frame it found
+/// (the mosaic TLB decodes a CPFN, the vanilla one holds the frame), after its latency either way.
+#[inline]
+fn tlb_stage(found: Option<Pfn>, latency: u64) -> (Option<StageHit>, u64) {
+    let hit = found.map(|pfn| StageHit {
+        pfn,
+        size: PageSize::Size4K,
+        latency,
+    });
+    (hit, latency)
+}
+
 /// The MMU parts of Mosaic: the radix walker (to the ToC leaf) and the mosaic TLB.
 pub struct MosaicMmu {
     walker: RadixWalker,
@@ -245,13 +257,7 @@ impl MmuScheme for MosaicMmu {
         _mem: &mut Hierarchy,
         _: &mut (),
     ) -> (Option<StageHit>, u64) {
-        let latency = self.tlb.latency;
-        let hit = self.tlb.lookup(va, asid).map(|pfn| StageHit {
-            pfn,
-            size: PageSize::Size4K,
-            latency,
-        });
-        (hit, latency)
+        tlb_stage(self.tlb.lookup(va, asid), self.tlb.latency)
     }
 
     /// The radix walk to the leaf, whose PTE gives the page's CPFN, and the rest of its ToC
@@ -371,13 +377,7 @@ impl MmuScheme for VanillaMmu {
         _mem: &mut Hierarchy,
         _: &mut (),
     ) -> (Option<StageHit>, u64) {
-        let latency = self.tlb.latency;
-        let hit = self.tlb.lookup(va, asid).map(|pfn| StageHit {
-            pfn,
-            size: PageSize::Size4K,
-            latency,
-        });
-        (hit, latency)
+        tlb_stage(self.tlb.lookup(va, asid), self.tlb.latency)
     }
 
     #[inline]
