@@ -43,7 +43,7 @@ use iceberg::{Geometry, IcebergMap, IcebergTable};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use table::MosaicTable;
-use tlb::{MosaicTlb, VanillaTlb, MAX_ARITY};
+use tlb::{MosaicTlb, SideTlbStats, VanillaTlb, MAX_ARITY};
 
 /// Share of physical memory left to the buddy allocator when `pool_bytes = 0`: page tables
 /// of 4 KiB mappings take 1/512 of what they map, and fragmentation pins land here too.
@@ -234,6 +234,18 @@ fn tlb_stage(found: Option<Pfn>, latency: u64) -> (Option<StageHit>, u64) {
     (hit, latency)
 }
 
+/// The stats of either MMU, under the same keys so that a mosaic run and its vanilla pair
+/// compare the same counters.
+fn mmu_stats(
+    walker: &RadixWalker,
+    tlb: &SideTlbStats,
+) -> BTreeMap<&'static str, serde_json::Value> {
+    BTreeMap::from([
+        ("pwc", stats_value(&walker.pwc_snapshot())),
+        ("mosaic_tlb", stats_value(tlb)),
+    ])
+}
+
 /// The MMU parts of Mosaic: the radix walker (to the ToC leaf) and the mosaic TLB.
 pub struct MosaicMmu {
     walker: RadixWalker,
@@ -316,10 +328,7 @@ impl MmuScheme for MosaicMmu {
     }
 
     fn stats(&self) -> BTreeMap<&'static str, serde_json::Value> {
-        BTreeMap::from([
-            ("pwc", stats_value(&self.walker.pwc_snapshot())),
-            ("mosaic_tlb", stats_value(&self.tlb.stats)),
-        ])
+        mmu_stats(&self.walker, &self.tlb.stats)
     }
 }
 
@@ -421,10 +430,7 @@ impl MmuScheme for VanillaMmu {
     }
 
     fn stats(&self) -> BTreeMap<&'static str, serde_json::Value> {
-        BTreeMap::from([
-            ("pwc", stats_value(&self.walker.pwc_snapshot())),
-            ("mosaic_tlb", stats_value(&self.tlb.stats)),
-        ])
+        mmu_stats(&self.walker, &self.tlb.stats)
     }
 }
 
