@@ -5,6 +5,34 @@
 /// `(name, TOML text)` of every preset.
 pub const PRESETS: &[(&str, &str)] = &[
     (
+        "numa-2socket",
+        include_str!("../../../../python/xlat/presets/numa-2socket.toml"),
+    ),
+    (
+        "numa-8socket",
+        include_str!("../../../../python/xlat/presets/numa-8socket.toml"),
+    ),
+    (
+        "accel-conventional",
+        include_str!("../../../../python/xlat/presets/accel-conventional.toml"),
+    ),
+    (
+        "sparta-4",
+        include_str!("../../../../python/xlat/presets/sparta-4.toml"),
+    ),
+    (
+        "sparta-8",
+        include_str!("../../../../python/xlat/presets/sparta-8.toml"),
+    ),
+    (
+        "sparta-32",
+        include_str!("../../../../python/xlat/presets/sparta-32.toml"),
+    ),
+    (
+        "sparta-128",
+        include_str!("../../../../python/xlat/presets/sparta-128.toml"),
+    ),
+    (
         "baseline-radix",
         include_str!("../../../../python/xlat/presets/baseline-radix.toml"),
     ),

@@ -8,6 +8,7 @@ use super::cache::{Cache, CacheHierarchyConfig, CacheSnapshot, Lookup};
 use super::dram::{Dram, Requester};
 use super::kind::MemKind;
 use super::sorted::{count_while, count_while_back};
+use super::topology::Topology;
 use crate::addr::PhysAddr;
 use crate::mem::dram::DramConfig;
 use serde::{Deserialize, Serialize};
@@ -237,6 +238,9 @@ pub struct Hierarchy {
     pub dram: Dram,
     core: usize,
     timing: Timing,
+    /// The sockets and networks between the cores and the DRAM channels (`[topology]`):
+    /// `None` for a flat machine, which then times exactly as before topologies existed.
+    topology: Option<Topology>,
 }
 
 impl Hierarchy {
@@ -258,7 +262,39 @@ impl Hierarchy {
             dram: Dram::new(dram, core_ghz),
             core: 0,
             timing: Timing::Detailed,
+            topology: None,
         }
+    }
+
+    /// Place the cores and channels on sockets (`[topology]`): every DRAM read then pays
+    /// the way from its core's socket to its channel's and back.
+    pub fn set_topology(&mut self, topology: Topology) {
+        self.topology = Some(topology);
+    }
+
+    pub fn topology(&self) -> Option<&Topology> {
+        self.topology.as_ref()
+    }
+
+    /// A read of the line at `addr` by the memory controller of DRAM channel `from` at cycle
+    /// `now`, straight to DRAM (no cache on the way): SPARTA's memory-side walks and data
+    /// reads. Returns the cycles until the line is back at `from`'s controller. In a
+    /// functional phase it does nothing and takes no time.
+    pub fn controller_read(&mut self, from: u64, addr: PhysAddr, kind: MemKind, now: u64) -> u64 {
+        if self.timing != Timing::Detailed {
+            return 0;
+        }
+        let requester = if kind.is_translation() {
+            Requester::Translation
+        } else {
+            Requester::Data
+        };
+        let to = self.dram.decode(addr).channel;
+        let trip = match &mut self.topology {
+            Some(t) => t.from_channel(from, to),
+            None => 0,
+        };
+        trip + self.dram.access(addr, now + trip, requester) + trip
     }
 
     /// Simulate the following accesses as `timing` says (fast-forward, then detail). Every
@@ -432,7 +468,14 @@ impl Hierarchy {
             } else {
                 Requester::Data
             };
+            // The way to the channel's controller and back, if the machine has a topology.
+            let trip = match &mut self.topology {
+                Some(t) => t.one_way(self.core, self.dram.decode(addr).channel),
+                None => 0,
+            };
+            latency += trip;
             latency += self.dram.access(addr, now + latency, requester);
+            latency += trip;
         }
         if let Some(from) = mshr_from {
             self.mshrs[self.core].hold(from, now + latency);
@@ -481,6 +524,9 @@ impl Hierarchy {
     pub fn reset_shared_stats(&mut self) {
         self.llc.reset_stats();
         self.dram.reset_stats();
+        if let Some(t) = &mut self.topology {
+            t.reset_stats();
+        }
         self.mshr_stats = MshrStats::default();
     }
 }
@@ -508,7 +554,12 @@ mod tests {
             l2: level(8192, 2, None),
             llc: level(16384, 3, None),
         };
-        let dram = DramConfig {
+        Hierarchy::new(&caches, &h_dram(), 1.0, 1)
+    }
+
+    /// One 1 GHz channel of 32 banks.
+    fn h_dram() -> DramConfig {
+        DramConfig {
             channels: 1,
             ranks: 1,
             banks: 32,
@@ -541,8 +592,7 @@ mod tests {
             write_high: 48,
             write_low: 16,
             controller_ns: 0.0,
-        };
-        Hierarchy::new(&caches, &dram, 1.0, 1)
+        }
     }
 
     /// `k` independent misses issued together, each to its own DRAM bank (so DRAM does not
@@ -632,6 +682,51 @@ mod tests {
                 let from = at + wait;
                 m.hold(from, from + 1 + next(300));
             }
+        }
+    }
+
+    #[test]
+    fn a_remote_channel_adds_the_way_there_and_back() {
+        use crate::mem::topology::{Links, Topology, TopologyConfig};
+        // Two channels at the top of the address (channel-first mapping), one per socket.
+        let build = |topology: bool| {
+            let mut h = hierarchy(8);
+            h.dram = Dram::new(
+                &DramConfig {
+                    channels: 2,
+                    mapping: "channel:row:rank:bank:column".into(),
+                    ..h_dram()
+                },
+                1.0,
+            );
+            if topology {
+                let cfg = TopologyConfig {
+                    sockets: 2,
+                    noc_ns: 7.0,
+                    link_ns: 30.0,
+                    links: Links::Full,
+                    core_sockets: vec![0],
+                };
+                h.set_topology(Topology::new(&cfg, 2, 1.0));
+            }
+            h
+        };
+        let half = 1024 * 32 * 8192; // rows x banks x row bytes: channel 1 starts here
+        for (addr, one_way) in [(0u64, 7u64), (half, 7 + 30 + 7)] {
+            let (flat, _) =
+                build(false).access(PhysAddr(addr), MemKind::DATA, false, 0, Level::L1d);
+            let mut h = build(true);
+            let (lat, lvl) = h.access(PhysAddr(addr), MemKind::DATA, false, 0, Level::L1d);
+            assert_eq!(lvl, Level::Dram);
+            assert_eq!(lat, flat + 2 * one_way, "{addr:#x}");
+            // The controller of channel 1 reading its own channel crosses nothing; channel
+            // 0's reading it crosses both networks and the link.
+            let c1 = build(false).controller_read(1, PhysAddr(addr + 64), MemKind::DATA, 0);
+            let mut h = build(true);
+            assert_eq!(
+                h.controller_read(1, PhysAddr(addr + 64), MemKind::DATA, 0),
+                c1 + if addr == 0 { 2 * 44 } else { 0 }
+            );
         }
     }
 

@@ -6,6 +6,7 @@ pub mod hierarchy;
 pub mod kind;
 pub mod physmem;
 mod sorted;
+pub mod topology;
 
 pub use hierarchy::{Hierarchy, Level, Timing};
 pub use kind::MemKind;

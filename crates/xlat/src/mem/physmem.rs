@@ -419,6 +419,30 @@ impl BuddyAllocator {
         Some(Pfn(start))
     }
 
+    /// Allocate a block of `2^order` frames lying inside frames `[lo, hi)` (a memory node's
+    /// slice of physical memory; `lo` aligned to the order), from the smallest free block
+    /// that reaches into the range (lowest address first), split as [`BuddyAllocator::alloc`]
+    /// splits. `None` if the range has no such free block.
+    pub fn alloc_in(&mut self, order: u32, lo: u64, hi: u64) -> Option<Pfn> {
+        if order > MAX_ORDER || !lo.is_multiple_of(block_frames(order)) {
+            return None;
+        }
+        for o in order..=MAX_ORDER {
+            // A free block of order `o` reaches into the range if it starts inside it, or is
+            // the one block of that order holding `lo`.
+            let from = align_down(lo, o);
+            let Some(&start) = self.free[o as usize].range(from..hi).next() else {
+                continue;
+            };
+            let target = start.max(lo);
+            if target + block_frames(order) <= hi && self.alloc_at(Pfn(target), order) {
+                return Some(Pfn(target));
+            }
+        }
+        self.stats.failed_allocs[order as usize] += 1;
+        None
+    }
+
     /// Allocate exactly the block of `2^order` frames starting at `pfn`. Returns false (and
     /// changes nothing) if `pfn` is not aligned to `order`, out of range, or not entirely free.
     pub fn alloc_at(&mut self, pfn: Pfn, order: u32) -> bool {
@@ -920,6 +944,36 @@ mod tests {
         assert_eq!(a.alloc(9), None);
         assert_eq!(a.alloc(MAX_ORDER + 1), None);
         a.assert_invariants();
+    }
+
+    #[test]
+    fn alloc_in_stays_inside_its_range() {
+        // 64 MiB, split into four 16 MiB nodes (4096 frames each).
+        let mut b = BuddyAllocator::new(16384);
+        let mut taken = std::collections::BTreeSet::new();
+        for node in [2u64, 0, 3, 2] {
+            let (lo, hi) = (node * 4096, (node + 1) * 4096);
+            for order in [0, 9, 0, 3] {
+                let p = b.alloc_in(order, lo, hi).expect("room in the node").0;
+                assert!(
+                    p >= lo && p + (1 << order) <= hi,
+                    "{p} outside [{lo}, {hi})"
+                );
+                assert_eq!(p % (1 << order), 0);
+                for f in p..p + (1 << order) {
+                    assert!(taken.insert(f), "frame {f} handed out twice");
+                }
+            }
+        }
+        // A full node refuses, and leaves the others alone.
+        let before = b.free_frames();
+        while b.alloc_in(0, 4096, 8192).is_some() {}
+        assert_eq!(
+            before - b.free_frames(),
+            4096 - (taken.range(4096..8192).count() as u64)
+        );
+        assert!(b.alloc_in(0, 4096, 8192).is_none());
+        assert!(b.alloc_in(0, 0, 4096).is_some());
     }
 
     #[test]

@@ -36,6 +36,10 @@ pub struct WalkPlan {
     /// A walk that found no mapping because the VMM has not backed this guest-physical
     /// address (an EPT violation) rather than because the guest's table lacks it.
     pub host_fault: Option<PhysAddr>,
+    /// A walk made at a memory controller rather than by the core (SPARTA's memory-side
+    /// walker): the controller of the DRAM channel holding this address issues the
+    /// references, straight to DRAM (no cache on the way, no network within its channel).
+    pub controller: Option<PhysAddr>,
 }
 
 impl Default for WalkPlan {
@@ -45,6 +49,7 @@ impl Default for WalkPlan {
             len: 0,
             fixed_cycles: 0,
             host_fault: None,
+            controller: None,
         }
     }
 }
@@ -54,6 +59,7 @@ impl WalkPlan {
         self.len = 0;
         self.fixed_cycles = 0;
         self.host_fault = None;
+        self.controller = None;
     }
 
     /// Append a reference to step `step` (steps must be appended in non-decreasing order).
@@ -122,12 +128,19 @@ impl WalkPlan {
     ) -> u64 {
         let mut t = now + self.fixed_cycles;
         let refs = self.refs();
+        let controller = self.controller.map(|at| mem.dram.decode(at).channel);
         let mut i = 0;
         while i < refs.len() {
             let step = refs[i].step;
             let mut slowest = 0;
             while i < refs.len() && refs[i].step == step {
-                let (lat, level) = mem.access(refs[i].addr, refs[i].kind, false, t, entry);
+                let (lat, level) = match controller {
+                    Some(from) => (
+                        mem.controller_read(from, refs[i].addr, refs[i].kind, t),
+                        Level::Dram,
+                    ),
+                    None => mem.access(refs[i].addr, refs[i].kind, false, t, entry),
+                };
                 stats.by_level[level as usize] += 1;
                 stats.by_kind[refs[i].kind.index()] += 1;
                 if refs[i].waited {

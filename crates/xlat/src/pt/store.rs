@@ -61,6 +61,11 @@ impl PtStore {
         }
     }
 
+    /// Whether `pfn` has contents (it was given them by [`PtStore::zero_frame`]).
+    pub fn holds(&self, pfn: Pfn) -> bool {
+        self.frame(pfn.0).is_some()
+    }
+
     /// Give `pfn` zeroed contents (a freshly allocated table page).
     pub fn zero_frame(&mut self, pfn: Pfn) {
         let at = pfn.0 as usize;

@@ -18,6 +18,7 @@ pub mod perfect_tlb;
 pub mod pom_tlb;
 pub mod radix;
 pub mod rmm;
+pub mod sparta;
 pub mod utopia;
 pub mod virt;
 
@@ -38,6 +39,9 @@ pub struct BuildCtx<'a> {
     pub seed: u64,
     /// Bytes of physical memory (`os.physmem.bytes`).
     pub physmem_bytes: u64,
+    /// The DRAM and the machine's topology (`[dram]`, `[topology]`): where physical memory is.
+    pub dram: &'a crate::mem::dram::DramConfig,
+    pub topology: &'a crate::mem::topology::TopologyConfig,
 }
 
 /// The page-table organisation of scheme `S`.
@@ -121,6 +125,9 @@ registry! {
         "Mosaic pages: iceberg-hashed memory, TLB entries holding a ToC of CPFNs, ToC page-table leaves";
     "mosaic-vanilla" => mosaic::MosaicVanilla,
         "Mosaic's vanilla comparator: the mosaic TLB's geometry with one-page entries, radix, buddy";
+    "sparta" => sparta::Sparta,
+        "SPARTA: partitioned memory, per-partition memory-side TLBs and inverted page tables, \
+         translation at the memory controller (Picorel et al.)";
     "direct-segment" => virt::DirectSegments,
         "radix paging plus a direct segment per primary region, checked beside the L2 TLB";
 }
@@ -128,12 +135,12 @@ registry! {
 /// The config sections of the schemes: `name: Type;` each becomes `[schemes.<name>]`, with
 /// the type's defaults when a config leaves it out.
 macro_rules! sections {
-    ($($name:ident: $ty:ty;)*) => {
+    ($($(#[$attr:meta])* $name:ident: $ty:ty;)*) => {
         /// `[schemes]`: each scheme's own parameters, one section per part.
         #[derive(Clone, Debug, Default, Serialize, Deserialize)]
         #[serde(deny_unknown_fields)]
         pub struct SchemeSections {
-            $(#[serde(default)] pub $name: $ty,)*
+            $($(#[$attr])* #[serde(default)] pub $name: $ty,)*
         }
 
         impl SchemeSections {
@@ -159,6 +166,10 @@ sections! {
     utopia: utopia::UtopiaConfig;
     virt: virt::VirtConfig;
     mosaic: mosaic::MosaicConfig;
+    /// Left out of a resolved config while it has its defaults, so that configs (and run
+    /// ids) from before SPARTA existed stay as they were.
+    #[serde(skip_serializing_if = "sparta::SpartaConfig::is_default")]
+    sparta: sparta::SpartaConfig;
 }
 
 fn unknown(name: &str) -> Error {

@@ -8,6 +8,7 @@ use crate::core::CoreConfig;
 use crate::error::{Error, Result};
 use crate::mem::cache::CacheHierarchyConfig;
 use crate::mem::dram::DramConfig;
+use crate::mem::topology::TopologyConfig;
 use crate::mmu::config::MmuConfig;
 use crate::os::OsConfig;
 use crate::profile::ProfileConfig;
@@ -27,6 +28,10 @@ pub struct SimConfig {
     pub mmu: MmuConfig,
     pub cache: CacheHierarchyConfig,
     pub dram: DramConfig,
+    /// Sockets, the channels each owns and the networks between them (`[topology]`); the
+    /// default, one socket with nothing to cross, leaves every run as it was without it.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub topology: TopologyConfig,
     pub os: OsConfig,
     /// Each scheme's own parameters, `[schemes.<section>]` (page-walk caches, hashed tables,
     /// range TLB...). Sections a run's scheme does not use keep their defaults.
@@ -193,6 +198,7 @@ impl SimConfig {
                 .any(|o| config::parse_override(o).is_ok_and(|(k, _)| k == key))
         };
         cfg.fit_memory(given("os.physmem.bytes"));
+        cfg.fit_channel_nodes(given("dram.rows"));
         cfg.validate()?;
         Ok(cfg)
     }
@@ -221,6 +227,26 @@ impl SimConfig {
             if cap < need {
                 self.dram.rows = Some(rows * need.div_ceil(cap).next_power_of_two());
             }
+        }
+    }
+
+    /// With `channel` the most significant field of `dram.mapping` on a multi-socket machine,
+    /// each channel is a contiguous slice of physical memory (a memory node, as NUMA nodes
+    /// are): `dram.rows` is then set so that the DRAM holds exactly `os.physmem.bytes` (when
+    /// that is a power-of-two number of rows), so that physical memory spreads over every
+    /// channel, whatever its size, rather than filling the first ones (unless `rows_given`).
+    pub fn fit_channel_nodes(&mut self, rows_given: bool) {
+        let d = &self.dram;
+        if rows_given || self.topology.sockets <= 1 || d.rows.is_none() {
+            return;
+        }
+        if d.mapping.split(':').next().map(str::trim) != Some("channel") {
+            return;
+        }
+        let per_row = u64::from(d.channels) * u64::from(d.ranks) * u64::from(d.banks) * d.row_bytes;
+        let bytes = self.os.physmem.bytes;
+        if per_row > 0 && bytes.is_multiple_of(per_row) && (bytes / per_row).is_power_of_two() {
+            self.dram.rows = Some(bytes / per_row);
         }
     }
 
@@ -303,6 +329,7 @@ impl Validate for SimConfig {
         self.mmu.validate()?;
         self.cache.validate()?;
         self.dram.validate("dram")?;
+        self.topology.validate("topology", self.dram.channels)?;
         if !(1..=MAX_CORES).contains(&self.sim.cores) {
             return Err(Error::config(
                 "sim.cores",

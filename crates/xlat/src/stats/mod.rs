@@ -23,6 +23,10 @@ pub struct Stats {
     pub walk: WalkSnapshot,
     pub cache: CachesSnapshot,
     pub dram: DramStats,
+    /// DRAM reads by where their channel was (the requester's socket or another) and the
+    /// cycles they spent crossing networks: only on a machine with a `[topology]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology: Option<crate::mem::topology::TopologyStats>,
     pub os: OsSnapshot,
     /// The system as a whole: core count, shootdowns that crossed cores.
     pub system: SystemSnapshot,
@@ -69,6 +73,7 @@ fn timing_key(key: &str) -> bool {
         || key.contains("latency")
         || key == "cache"
         || key == "dram"
+        || key == "topology"
         || key == "dram_row_hit_rate"
         || key == "by_level"
         || key.starts_with("walk_refs_")

@@ -324,6 +324,8 @@ fn rmm_parts() -> (RmmMmu, Hierarchy) {
         mmu: &cfg.mmu,
         seed: 1,
         physmem_bytes: cfg.os.physmem.bytes,
+        dram: &cfg.dram,
+        topology: &cfg.topology,
     };
     let mem = Hierarchy::new(&cfg.cache, &cfg.dram, cfg.core.frequency_ghz, 1);
     (RmmMmu::new(&ctx), mem)

@@ -19,6 +19,7 @@ use super::{RunTiming, SimConfig};
 use crate::addr::{PageSize, Pfn, PhysAddr, Vpn, BASE_PAGE_SHIFT, LINE_SHIFT};
 use crate::core::Core;
 use crate::error::{Error, Result};
+use crate::mem::topology::Topology;
 use crate::mem::{Hierarchy, Level, MemKind, Timing};
 use crate::mmu::{
     FaultRequest, Found, Mmu, MmuScheme, MmuSnapshot, Outcome, PageTables, Translation,
@@ -210,6 +211,8 @@ fn build_ctx(cfg: &SimConfig) -> BuildCtx<'_> {
         mmu: &cfg.mmu,
         seed: cfg.seed,
         physmem_bytes: cfg.os.physmem.bytes,
+        dram: &cfg.dram,
+        topology: &cfg.topology,
     }
 }
 
@@ -290,6 +293,13 @@ impl<S: Scheme> System<S> {
             });
         }
         let mut mem = Hierarchy::new(&cfg.cache, &cfg.dram, cfg.core.frequency_ghz, n);
+        if !cfg.topology.is_flat() {
+            mem.set_topology(Topology::new(
+                &cfg.topology,
+                cfg.dram.channels,
+                cfg.core.frequency_ghz,
+            ));
+        }
         if translation_only {
             mem.set_timing(Timing::Untouched);
         }
@@ -1205,6 +1215,7 @@ impl<S: Scheme> System<S> {
                 l1d_mshr: self.mem.mshr_stats,
             },
             dram: self.mem.dram.stats().clone(),
+            topology: self.mem.topology().map(Topology::stats),
             os: self.os.snapshot(),
             system: SystemSnapshot {
                 cores: self.cores.len() as u32,

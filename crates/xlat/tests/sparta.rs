@@ -1,0 +1,149 @@
+//! SPARTA end to end (docs/schemes/sparta.md): correct translations on every built-in
+//! workload, with one accelerator and with four sharing the memory-side TLBs; memory-side
+//! walks that stay in their partition's memory; and the directions of the paper's Figs 4 and 7.
+
+#[allow(dead_code)]
+#[path = "common/sim.rs"]
+mod sim;
+use sim::*;
+
+#[test]
+fn sparta_translates_every_workload_correctly() {
+    const REFS: u64 = 20_000;
+    for preset in ["sparta-8", "sparta-32"] {
+        for (name, _) in xlat::workload::WORKLOADS {
+            let s = run(cfg(preset, name, REFS, &["sim.verify=true".into()]));
+            let refs = u(&s, "core.memory_refs");
+            assert!(refs >= REFS, "{preset} {name}");
+            // Fast-forward's translations are checked too.
+            assert!(
+                u(&s, "verify.translations_checked") >= refs,
+                "{preset} {name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn four_accelerators_share_the_memory_side_tlbs() {
+    let extra = [
+        "sim.verify=true".into(),
+        "sim.cores=4".into(),
+        "workload.threads=4".into(),
+        format!("workload.table_bytes={}", 256 * MIB),
+    ];
+    let s = run(cfg("sparta-8", "gups", 40_000, &extra));
+    assert!(u(&s, "verify.translations_checked") >= u(&s, "core.memory_refs"));
+    // Every core's misses go to the same eight TLBs: the shared counters hold them all (a
+    // faulting access probes again after the fault).
+    let side = u(&s, "mmu.memory_side_tlb.accesses");
+    assert_eq!(side, u(&s, "mmu.l1_misses") + u(&s, "mmu.faults"));
+    let by_partition = s["mmu"]["memory_side_tlb"]["by_partition"]
+        .as_array()
+        .unwrap();
+    assert_eq!(by_partition.len(), 8);
+    for p in by_partition {
+        assert!(p["accesses"].as_u64().unwrap() > 0);
+    }
+}
+
+#[test]
+fn memory_side_walks_stay_in_their_partition() {
+    for preset in ["sparta-8", "sparta-32", "sparta-128"] {
+        let s = run(cfg(preset, "hashtable", 30_000, &[]));
+        let walks = u(&s, "walk.walks");
+        assert!(walks > 1000, "{preset}: {walks} walks");
+        // One bucket read per walk (load factor 1/4: no overflow).
+        assert_eq!(u(&s, "walk.refs.total"), walks, "{preset}");
+        assert_eq!(u(&s, "walk.refs.by_level.dram"), walks, "{preset}");
+        // Every one read by the controller of the channel it lies in: no network crossed.
+        assert!(u(&s, "topology.controller_local") >= walks, "{preset}");
+        // Every page of each partition is in that partition's memory (the table checks each
+        // mapping as it inserts it) and the partitions share the pages evenly.
+        let frames: Vec<u64> = s["os"]["frames"]["frames_by_partition"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        let (lo, hi) = (frames.iter().min().unwrap(), frames.iter().max().unwrap());
+        assert!(*hi < 2 * *lo, "{preset}: pages per partition {frames:?}");
+    }
+}
+
+#[test]
+fn partitions_must_lie_in_one_memory_node() {
+    // Channels interleaved every 8 KiB: no partition is one channel or one socket.
+    let e = xlat::Simulation::new(cfg(
+        "sparta-32",
+        "gups",
+        1000,
+        &["dram.mapping=\"row:rank:bank:channel:column\"".into()],
+    ))
+    .err()
+    .expect("a config error")
+    .to_string();
+    assert!(e.contains("schemes.sparta.partitions"), "{e}");
+    assert!(e.contains("dram.mapping"), "{e}");
+}
+
+/// TLB misses per TLB access: the accelerator's own TLB for the conventional system, the
+/// memory-side TLBs for SPARTA (both 128 entries, 4-way, as in Fig 4).
+fn miss_ratio(preset: &str, workload: &str, extra: &[String]) -> f64 {
+    // The structure populated before the measured region: no faults in it (a faulting access
+    // probes a memory-side TLB twice, before and after the fault).
+    let mut extra = extra.to_vec();
+    extra.push("workload.populate=true".into());
+    let s = run(cfg(preset, workload, 60_000, &extra));
+    assert_eq!(u(&s, "mmu.faults"), 0);
+    let (misses, accesses) = if preset.starts_with("sparta") {
+        (
+            u(&s, "mmu.memory_side_tlb.misses"),
+            u(&s, "mmu.memory_side_tlb.accesses"),
+        )
+    } else {
+        (u(&s, "mmu.l1tlb.misses"), u(&s, "mmu.l1tlb.accesses"))
+    };
+    misses as f64 / accesses as f64
+}
+
+#[test]
+fn partitioned_tlbs_miss_less_than_one_conventional_tlb() {
+    // Fig 4's direction: at equal entries per TLB, SPARTA-4's memory-side TLBs (each
+    // covering a quarter of memory) miss less than the accelerator's TLB; one partition
+    // (the partitions switched off) misses exactly as much: the same references on the same
+    // geometry. No accelerator-side TLB in front.
+    // Small structures (a few thousand pages), so that four TLBs' reach is a sizeable part
+    // of them, as 512-entry TLBs are of a 128 GB footprint's hot pages.
+    for w in ["bst-ext", "skiplist", "hashtable"] {
+        let size = vec!["workload.keys=16384".to_string()];
+        let conventional = miss_ratio("accel-conventional", w, &size);
+        let mut no_accel_tlb = size.clone();
+        no_accel_tlb.push("mmu.l1tlb.4k.entries=0".into());
+        let sparta4 = miss_ratio("sparta-4", w, &no_accel_tlb);
+        let mut one = no_accel_tlb.to_vec();
+        one.push("schemes.sparta.partitions=1".into());
+        let sparta1 = miss_ratio("sparta-4", w, &one);
+        assert!(
+            sparta4 < 0.9 * conventional,
+            "{w}: SPARTA-4 {sparta4:.3} vs conventional {conventional:.3}"
+        );
+        assert_eq!(sparta1, conventional, "{w}: one partition");
+        eprintln!("{w}: SPARTA-4 {sparta4:.3}, conventional {conventional:.3}");
+    }
+}
+
+#[test]
+fn a_memory_side_walk_costs_dram_alone() {
+    // Fig 7's direction on the eight-socket machine: a conventional walk crosses the
+    // network to its PTE and back; SPARTA's reads its partition's DRAM only.
+    let walk = |preset: &str| {
+        let s = run(cfg(preset, "gups", 40_000, &[]));
+        u(&s, "walk.cycles") as f64 / u(&s, "walk.walks") as f64
+    };
+    let (conventional, sparta) = (walk("accel-conventional"), walk("sparta-8"));
+    assert!(
+        sparta < 0.75 * conventional,
+        "walks: SPARTA-8 {sparta:.0} cycles, conventional {conventional:.0}"
+    );
+}
