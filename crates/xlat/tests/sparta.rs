@@ -147,3 +147,58 @@ fn a_memory_side_walk_costs_dram_alone() {
         "walks: SPARTA-8 {sparta:.0} cycles, conventional {conventional:.0}"
     );
 }
+
+/// The data structures of the paper's Table 2 (ASCYLIB) and its key-value store.
+const STRUCTURES: [&str; 5] = ["bst-ext", "bst-int", "hashtable", "skiplist", "kvstore"];
+
+#[test]
+fn dipta_translates_correctly_and_predicts_ways() {
+    for w in STRUCTURES {
+        let s = run(cfg("dipta", w, 20_000, &["sim.verify=true".into()]));
+        assert!(
+            u(&s, "verify.translations_checked") >= u(&s, "core.memory_refs"),
+            "{w}"
+        );
+        let p = &s["mmu"]["way_predictor"];
+        let (n, right) = (
+            p["predictions"].as_u64().unwrap(),
+            p["correct"].as_u64().unwrap(),
+        );
+        assert!(n >= 20_000, "{w}: every access is predicted");
+        assert_eq!(right + p["wrong"].as_u64().unwrap(), n, "{w}");
+        // Memory is nearly empty: most pages took their set's first way.
+        assert!(right * 2 > n, "{w}: {right} of {n} right");
+    }
+    let extra = [
+        "sim.verify=true".into(),
+        "sim.cores=4".into(),
+        "workload.threads=4".into(),
+        format!("workload.table_bytes={}", 256 * MIB),
+    ];
+    let s = run(cfg("dipta", "gups", 40_000, &extra));
+    assert!(u(&s, "verify.translations_checked") >= u(&s, "core.memory_refs"));
+}
+
+#[test]
+fn sparta_runs_faster_than_conventional_on_every_data_structure() {
+    // Fig 10's direction (4 KiB pages, populated structures, 128-entry TLBs): SPARTA-8 and
+    // SPARTA-32 take fewer cycles than the conventional accelerators.
+    for w in ["bst-ext", "bst-int", "hashtable", "skiplist"] {
+        let cycles = |preset: &str| {
+            let extra = ["workload.populate=true".to_string()];
+            u(&run(cfg(preset, w, 30_000, &extra)), "core.cycles")
+        };
+        let conventional = cycles("accel-conventional");
+        for preset in ["sparta-8", "sparta-32"] {
+            let c = cycles(preset);
+            assert!(
+                c < conventional,
+                "{w}: {preset} {c} cycles, conventional {conventional}"
+            );
+            eprintln!(
+                "{w}: {preset} speed-up {:.2}",
+                conventional as f64 / c as f64
+            );
+        }
+    }
+}

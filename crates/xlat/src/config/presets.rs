@@ -33,6 +33,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         include_str!("../../../../python/xlat/presets/sparta-128.toml"),
     ),
     (
+        "dipta",
+        include_str!("../../../../python/xlat/presets/dipta.toml"),
+    ),
+    (
         "baseline-radix",
         include_str!("../../../../python/xlat/presets/baseline-radix.toml"),
     ),

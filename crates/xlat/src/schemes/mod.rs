@@ -12,6 +12,7 @@
 //! is compiled on its own with no virtual call. [`visit`] turns a scheme's name into that type
 //! for a [`Visitor`], the only place a name is matched.
 
+pub mod dipta;
 pub mod hashed;
 pub mod mosaic;
 pub mod perfect_tlb;
@@ -128,6 +129,9 @@ registry! {
     "sparta" => sparta::Sparta,
         "SPARTA: partitioned memory, per-partition memory-side TLBs and inverted page tables, \
          translation at the memory controller (Picorel et al.)";
+    "dipta" => dipta::Dipta,
+        "DIPTA, idealised: set-associative placement, a free hardware page table, a way \
+         predictor at memory (SPARTA's comparator, §7.7)";
     "direct-segment" => virt::DirectSegments,
         "radix paging plus a direct segment per primary region, checked beside the L2 TLB";
 }
@@ -170,6 +174,9 @@ sections! {
     /// ids) from before SPARTA existed stay as they were.
     #[serde(skip_serializing_if = "sparta::SpartaConfig::is_default")]
     sparta: sparta::SpartaConfig;
+    /// As `sparta`.
+    #[serde(skip_serializing_if = "dipta::DiptaConfig::is_default")]
+    dipta: dipta::DiptaConfig;
 }
 
 fn unknown(name: &str) -> Error {
