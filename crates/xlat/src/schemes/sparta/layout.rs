@@ -34,7 +34,7 @@ impl Layout {
         let partitions = u64::from(cfg.partitions);
         let part_frames = frames / partitions;
         // Partitions are whole 2 MiB blocks, so that a huge page can live in one.
-        if frames % partitions != 0 || part_frames % 512 != 0 {
+        if !frames.is_multiple_of(partitions) || !part_frames.is_multiple_of(512) {
             return Err(Error::config(
                 "schemes.sparta.partitions",
                 format!(

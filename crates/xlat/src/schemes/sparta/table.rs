@@ -133,9 +133,12 @@ impl SpartaTable {
             for (s, size) in searches.iter().flatten() {
                 if step < s.len {
                     plan.push(s.lines[step], MemKind::HPT, step as u8);
-                    if step + 1 == s.len && s.found.is_some() && answer.is_none() {
-                        let pfn = Pfn(store.read(PhysAddr(s.found.unwrap().0 + 8)));
-                        answer = Some((pfn, *size, plan.refs().len() - 1));
+                    match s.found {
+                        Some(at) if step + 1 == s.len && answer.is_none() => {
+                            let pfn = Pfn(store.read(PhysAddr(at.0 + 8)));
+                            answer = Some((pfn, *size, plan.refs().len() - 1));
+                        }
+                        _ => {}
                     }
                 }
             }
