@@ -237,8 +237,14 @@ impl Topology {
     #[inline]
     pub fn one_way(&mut self, core: usize, channel: u64) -> u64 {
         let (s, t) = (self.socket_of_core(core), self.socket_of_channel(channel));
-        let trip = self.socket_one_way(s, t);
-        if s == t {
+        self.count(s == t, self.socket_one_way(s, t))
+    }
+
+    /// Count a read that crossed to its own socket's controller (`local`) or another's, with
+    /// `trip` cycles each way; returns `trip`.
+    #[inline]
+    fn count(&mut self, local: bool, trip: u64) -> u64 {
+        if local {
             self.stats.local += 1;
         } else {
             self.stats.remote += 1;
@@ -261,13 +267,7 @@ impl Topology {
         } else {
             self.socket_one_way(s, t)
         };
-        if s == t {
-            self.stats.local += 1;
-        } else {
-            self.stats.remote += 1;
-        }
-        self.stats.network_cycles += 2 * trip;
-        trip
+        self.count(s == t, trip)
     }
 
     pub fn stats(&self) -> TopologyStats {
