@@ -202,3 +202,40 @@ fn sparta_runs_faster_than_conventional_on_every_data_structure() {
         }
     }
 }
+
+#[test]
+fn huge_pages_stay_in_their_partition() {
+    for preset in ["sparta-8-2m", "sparta-32-2m"] {
+        let extra = ["sim.verify=true".to_string()];
+        let s = run(cfg(preset, "bst-ext", 20_000, &extra));
+        assert!(u(&s, "verify.translations_checked") >= u(&s, "core.memory_refs"));
+        // The structure is in 2 MiB pages, none refused for spanning partitions.
+        let frames = &s["os"]["frames"];
+        assert_eq!(frames["huge_pages_spanning_partitions"].as_u64(), Some(0));
+        assert!(u(&s, "os.faults.2m") > 0, "{preset}");
+        // The process has pages of both sizes (its small VMAs stay in 4 KiB pages): a walk
+        // reads the home bucket of each size, in parallel.
+        let walks = u(&s, "walk.walks");
+        assert!(u(&s, "walk.refs.total") <= 2 * walks, "{preset}");
+    }
+    // With the partition bits at 12, a huge page would span partitions: the OS maps base
+    // pages instead, and says how often.
+    let s = run(cfg(
+        "sparta-8-2m",
+        "bst-ext",
+        20_000,
+        &["schemes.sparta.shift=12".into(), "sim.verify=true".into()],
+    ));
+    assert!(u(&s, "os.frames.huge_pages_spanning_partitions") > 0);
+}
+
+#[test]
+fn huge_pages_cut_conventional_tlb_misses() {
+    let extra = ["workload.populate=true".to_string()];
+    let misses = |p: &str| u(&run(cfg(p, "bst-ext", 30_000, &extra)), "mmu.l1tlb.misses");
+    let (small, huge) = (
+        misses("accel-conventional"),
+        misses("accel-conventional-2m"),
+    );
+    assert!(huge * 2 < small, "2 MiB: {huge} misses, 4 KiB: {small}");
+}

@@ -37,6 +37,18 @@ pub const PRESETS: &[(&str, &str)] = &[
         include_str!("../../../../python/xlat/presets/dipta.toml"),
     ),
     (
+        "accel-conventional-2m",
+        include_str!("../../../../python/xlat/presets/accel-conventional-2m.toml"),
+    ),
+    (
+        "sparta-8-2m",
+        include_str!("../../../../python/xlat/presets/sparta-8-2m.toml"),
+    ),
+    (
+        "sparta-32-2m",
+        include_str!("../../../../python/xlat/presets/sparta-32-2m.toml"),
+    ),
+    (
         "baseline-radix",
         include_str!("../../../../python/xlat/presets/baseline-radix.toml"),
     ),
