@@ -189,31 +189,33 @@ pub struct WriteStats {
 const NO_ROW: u64 = u64::MAX;
 
 /// One bank's row state: the open row and, for requests issued before it was opened, the row
-/// it replaced.
+/// it replaced. One host cache line (a request reads one bank's state, and the requests of a
+/// run like GUPS come at banks the host has not cached).
 #[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
 struct Bank {
     open_row: u64,
     /// Who activated the open row.
     opener: Requester,
     /// Cycle of the open row's activate.
     act: u64,
-    /// Latest read command to the open row (a precharge waits tRTP after it).
-    last_read: u64,
-    /// Latest end of write data to the open row (a precharge waits tWR after it).
-    last_write_end: u64,
+    /// The earliest precharge its accesses allow the open row: tRTP after its latest read
+    /// command and tWR after the end of its latest write data.
+    pre_ready: u64,
     /// The row open before, from its activate `prev_act` to its precharge `prev_close`.
     prev_row: u64,
     prev_act: u64,
     prev_close: u64,
 }
 
+const _: () = assert!(std::mem::size_of::<Bank>() == 64);
+
 impl Bank {
     const CLOSED: Bank = Bank {
         open_row: NO_ROW,
         opener: Requester::Data,
         act: 0,
-        last_read: 0,
-        last_write_end: 0,
+        pre_ready: 0,
         prev_row: NO_ROW,
         prev_act: 0,
         prev_close: 0,
@@ -880,9 +882,9 @@ impl Dram {
             let cas = self.book_cas(&burst, slot);
             let b = &mut self.banks[bank];
             if write {
-                b.last_write_end = b.last_write_end.max(cas + t.tcwl + t.burst);
+                b.pre_ready = b.pre_ready.max(cas + t.tcwl + t.burst + t.twr);
             } else {
-                b.last_read = b.last_read.max(cas);
+                b.pre_ready = b.pre_ready.max(cas + t.trtp);
             }
             return (cas + data_delay + t.burst, RowOutcome::Hit, None);
         }
@@ -897,10 +899,7 @@ impl Dram {
         };
         let open = b.open_row != NO_ROW && self.same_refresh(rank, b.act, at);
         let (outcome, closed, mut act_from, pre) = if open {
-            let ready = at
-                .max(b.act + t.tras)
-                .max(b.last_read + t.trtp)
-                .max(b.last_write_end + t.twr);
+            let ready = at.max(b.act + t.tras).max(b.pre_ready);
             let pre = self.after_refresh(rank, ready);
             (RowOutcome::Conflict, Some(b.opener), pre + t.trp, Some(pre))
         } else {
@@ -930,8 +929,12 @@ impl Dram {
             open_row: c.row,
             opener: requester,
             act,
-            last_read: if write { 0 } else { cas },
-            last_write_end: if write { cas + t.tcwl + t.burst } else { 0 },
+            // As the latest read at 0 and write data ending at 0 (none) bound it too.
+            pre_ready: if write {
+                (cas + t.tcwl + t.burst + t.twr).max(t.trtp)
+            } else {
+                (cas + t.trtp).max(t.twr)
+            },
             prev_row: if open { b.open_row } else { NO_ROW },
             prev_act: b.act,
             prev_close: pre.unwrap_or(0),
