@@ -242,6 +242,14 @@ impl<V: Copy + Default> SetAssoc<V> {
         Some(&mut self.values[slot])
     }
 
+    /// The tags and values of `set`, in way order (to hint the host to cache them before a
+    /// search).
+    #[inline(always)]
+    pub fn set_slots(&self, set: usize) -> (&[u64], &[V]) {
+        let slots = set * self.ways..(set + 1) * self.ways;
+        (&self.tags[slots.clone()], &self.values[slots])
+    }
+
     /// The slot the last lookup or probe hit, or the last fill filled, if the array has not
     /// changed otherwise since.
     #[inline(always)]

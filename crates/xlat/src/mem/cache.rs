@@ -174,6 +174,19 @@ impl Cache {
         self.latency
     }
 
+    /// Hint the host to cache the set `line` maps to: a write-back of `line` will search it
+    /// soon ([`Cache::absorb_writeback`]). Simulated state is not touched.
+    #[inline(always)]
+    pub fn prefetch_set(&self, line: u64) {
+        use crate::pt::store::prefetch_host;
+        // A set spans a host line or two of tags and of values: its first and last slots.
+        let (tags, values) = self.array.set_slots(self.array.set_of(line));
+        prefetch_host(&tags[0]);
+        prefetch_host(&tags[tags.len() - 1]);
+        prefetch_host(&values[0]);
+        prefetch_host(&values[values.len() - 1]);
+    }
+
     /// Access the line `line` (address >> 6), searching its set. A miss allocates the line
     /// (the caller fetches it from below) and may evict a dirty victim, which the caller writes
     /// back. [`Cache::access_recent`] answers the lines it knows without the search.

@@ -369,7 +369,15 @@ impl Hierarchy {
                     break;
                 }
                 Lookup::Miss => {}
-                Lookup::MissEvictedDirty(victim) => *dirty_victim = Some(victim),
+                Lookup::MissEvictedDirty(victim) => {
+                    *dirty_victim = Some(victim);
+                    // Its write-back searches the levels below once this access is done
+                    // (after DRAM, on a miss): the host fetches their sets meanwhile.
+                    if level == 0 {
+                        l2.prefetch_set(victim);
+                    }
+                    llc.prefetch_set(victim);
+                }
             }
         }
         if served == Level::L1d {

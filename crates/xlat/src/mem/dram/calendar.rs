@@ -17,6 +17,14 @@ pub(super) struct Booking {
     pub tag: u32,
 }
 
+/// Where [`Calendar::earliest`] found room: the start, and the index the booking takes among
+/// the bookings, so that booking it needs no second search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Slot {
+    pub start: u64,
+    index: usize,
+}
+
 /// Bookings of one length in order of time, none overlapping.
 #[derive(Clone, Debug)]
 pub(super) struct Calendar {
@@ -66,9 +74,11 @@ impl Calendar {
     /// booking tagged `a` followed by one tagged `b` must leave `gap(a, b)` idle cycles
     /// between them (at most the calendar's `max_gap`): after every booking before it, and
     /// before every booking after it. (A gap may span other bookings: tWTR and tCCD_L are a
-    /// rank's and a bank group's, whatever other ranks and groups send between.)
+    /// rank's and a bank group's, whatever other ranks and groups send between.) The slot
+    /// also holds where the booking goes among the others: after every booking that starts
+    /// by `s` (they end, with their gaps, by `s`) and before the one it fits before.
     #[inline]
-    pub fn earliest(&self, at: u64, tag: u32, gap: impl Fn(u32, u32) -> u64) -> u64 {
+    pub fn earliest(&self, at: u64, tag: u32, gap: impl Fn(u32, u32) -> u64) -> Slot {
         let b = &self.booked;
         let max_gap = self.max_gap;
         let at = at.max(self.horizon);
@@ -83,7 +93,10 @@ impl Calendar {
                 }
                 s = s.max(e.end + gap(e.tag, tag));
             }
-            return s;
+            return Slot {
+                start: s,
+                index: b.len(),
+            };
         }
         // Bookings that end (with any gap) by `at` cannot constrain it: ends are in order too.
         // Most requests come after all but the last few bookings: search from the back.
@@ -100,18 +113,22 @@ impl Calendar {
                     .take_while(|f| f.start < s + len + max_gap)
                     .all(fits_before)
             {
-                return s;
+                return Slot { start: s, index: i };
             }
             s = s.max(e.end + gap(e.tag, tag));
         }
-        s
+        Slot {
+            start: s,
+            index: b.len(),
+        }
     }
 
-    /// Book `[start, start + len)`, which [`Calendar::earliest`] found free.
+    /// Book the slot [`Calendar::earliest`] found for `tag`, with no booking made since.
     #[inline]
-    pub fn book(&mut self, start: u64, tag: u32, floor: u64) {
+    pub fn book(&mut self, slot: Slot, tag: u32, floor: u64) {
         let b = &mut self.booked;
-        let at = partition_point_back(b, |e| e.start <= start);
+        let (start, at) = (slot.start, slot.index);
+        debug_assert_eq!(at, partition_point_back(b, |e| e.start <= start));
         if at == b.len() && b.last().is_none_or(|l| start >= l.end + self.len) {
             // A new last booking after room for another: the packed bookings begin with it.
             // (A booking between others only narrows a free interval.)
@@ -155,44 +172,46 @@ mod tests {
     fn takes_the_first_gap_that_fits() {
         let mut c = Calendar::new(4, 3);
         let none = |_: u32, _: u32| 0;
-        assert_eq!(c.earliest(10, 0, none), 10);
-        c.book(10, 0, 0);
-        c.book(20, 0, 0);
+        assert_eq!(c.earliest(10, 0, none).start, 10);
+        c.book(c.earliest(10, 0, none), 0, 0);
+        c.book(c.earliest(20, 0, none), 0, 0);
         // Before, between (a 6-cycle gap holds a 4-cycle booking), after.
-        assert_eq!(c.earliest(0, 0, none), 0);
-        assert_eq!(c.earliest(8, 0, none), 14);
-        assert_eq!(c.earliest(15, 0, none), 15);
-        assert_eq!(c.earliest(17, 0, none), 24);
+        assert_eq!(c.earliest(0, 0, none).start, 0);
+        assert_eq!(c.earliest(8, 0, none).start, 14);
+        assert_eq!(c.earliest(15, 0, none).start, 15);
+        assert_eq!(c.earliest(17, 0, none).start, 24);
         // A gap rule: tag 1 after tag 0 needs 3 idle cycles.
         let rule = |a: u32, b: u32| if a == 0 && b == 1 { 3 } else { 0 };
-        assert_eq!(c.earliest(14, 1, rule), 27);
-        c.book(14, 0, 0);
+        assert_eq!(c.earliest(14, 1, rule).start, 27);
+        c.book(c.earliest(14, 0, none), 0, 0);
         assert_eq!(
             c.bookings().iter().map(|b| b.start).collect::<Vec<_>>(),
             [10, 14, 20]
         );
         // Packed from 14 on: a request at 15 goes after the last booking, 24.
-        assert_eq!(c.earliest(15, 0, none), 24);
-        assert_eq!(c.earliest(15, 1, rule), 27);
+        assert_eq!(c.earliest(15, 0, none).start, 24);
+        assert_eq!(c.earliest(15, 1, rule).start, 27);
     }
 
     #[test]
     fn old_bookings_are_dropped_in_order() {
         let mut c = Calendar::new(5, 0);
         for i in 0..(4 * KEEP as u64) {
-            c.book(i * 10, 0, i * 10);
+            c.book(c.earliest(i * 10, 0, |_, _| 0), 0, i * 10);
             assert!(c.bookings().len() < 2 * KEEP);
         }
         // With the floor held at 0, the oldest half goes, below a horizon nothing may book
         // before.
         let mut held = Calendar::new(5, 0);
         for i in 0..(4 * KEEP as u64) {
-            held.book(i * 10, 0, 0);
+            let slot = held.earliest(i * 10, 0, |_, _| 0);
+            assert_eq!(slot.start, i * 10);
+            held.book(slot, 0, 0);
             assert!(held.bookings().len() < 2 * KEEP);
         }
         let first = held.bookings()[0].start;
         assert!(first > 0);
-        assert!(held.earliest(0, 0, |_, _| 0) >= first - 5);
+        assert!(held.earliest(0, 0, |_, _| 0).start >= first - 5);
         let b = c.bookings();
         assert!(b.windows(2).all(|w| w[0].end <= w[1].start));
         assert_eq!(b.last().unwrap().start, (4 * KEEP as u64 - 1) * 10);
@@ -218,8 +237,9 @@ mod tests {
                     })
                 };
                 let want = (at..).find(|&s| allowed(s)).unwrap();
-                prop_assert_eq!(c.earliest(at, tag, gap), want);
-                c.book(want, tag, 0);
+                let slot = c.earliest(at, tag, gap);
+                prop_assert_eq!(slot.start, want);
+                c.book(slot, tag, 0);
             }
         }
 
@@ -240,9 +260,10 @@ mod tests {
                 floor += rise / 8;
                 let at = floor + ahead;
                 let want = whole.earliest(at, tag, gap);
-                prop_assert_eq!(trimmed.earliest(at, tag, gap), want);
+                let got = trimmed.earliest(at, tag, gap);
+                prop_assert_eq!(got.start, want.start);
                 whole.book(want, tag, 0);
-                trimmed.book(want, tag, floor);
+                trimmed.book(got, tag, floor);
             }
             prop_assert!(trimmed.bookings().len() <= whole.bookings().len());
         }

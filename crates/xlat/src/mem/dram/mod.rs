@@ -36,7 +36,7 @@ pub use config::{DramConfig, DramTiming, DEFAULT_MAPPING};
 
 use crate::addr::{PhysAddr, LINE_SHIFT};
 use crate::mem::sorted::partition_point_back;
-use calendar::Calendar;
+use calendar::{Calendar, Slot};
 use config::{parse_mapping, Field};
 use serde::Serialize;
 
@@ -189,31 +189,33 @@ pub struct WriteStats {
 const NO_ROW: u64 = u64::MAX;
 
 /// One bank's row state: the open row and, for requests issued before it was opened, the row
-/// it replaced.
+/// it replaced. One host cache line (a request reads one bank's state, and the requests of a
+/// run like GUPS come at banks the host has not cached).
 #[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
 struct Bank {
     open_row: u64,
     /// Who activated the open row.
     opener: Requester,
     /// Cycle of the open row's activate.
     act: u64,
-    /// Latest read command to the open row (a precharge waits tRTP after it).
-    last_read: u64,
-    /// Latest end of write data to the open row (a precharge waits tWR after it).
-    last_write_end: u64,
+    /// The earliest precharge its accesses allow the open row: tRTP after its latest read
+    /// command and tWR after the end of its latest write data.
+    pre_ready: u64,
     /// The row open before, from its activate `prev_act` to its precharge `prev_close`.
     prev_row: u64,
     prev_act: u64,
     prev_close: u64,
 }
 
+const _: () = assert!(std::mem::size_of::<Bank>() == 64);
+
 impl Bank {
     const CLOSED: Bank = Bank {
         open_row: NO_ROW,
         opener: Requester::Data,
         act: 0,
-        last_read: 0,
-        last_write_end: 0,
+        pre_ready: 0,
         prev_row: NO_ROW,
         prev_act: 0,
         prev_close: 0,
@@ -244,42 +246,91 @@ struct Channel {
     writes: Vec<QueuedWrite>,
 }
 
+/// One burst to schedule on a channel's data bus.
+#[derive(Clone, Copy, Debug)]
+struct Burst {
+    ch: usize,
+    /// Its rank, over all channels.
+    rank: usize,
+    /// From its column command to its data: tCL or tCWL.
+    data_delay: u64,
+    /// [`BurstGaps::tag`].
+    tag: u32,
+}
+
 /// A rank's refresh intervals: interval `k` begins at `offset + (k - 1) * trefi` with the
-/// refresh itself. The last interval asked about is remembered, so the division that finds
-/// one is made only when time has moved into another (requests come at nearby cycles).
+/// refresh itself, `trfc` long. The last interval asked about is remembered, so the division
+/// that finds one is made only when time has moved into another (requests come at nearby
+/// cycles).
 #[derive(Clone, Debug, Default)]
 struct RefreshClock {
     trefi: u64,
+    trfc: u64,
     offset: u64,
-    /// `(k, start)` of the last interval found.
-    last: std::cell::Cell<(u64, u64)>,
+    /// The last interval found.
+    last: std::cell::Cell<Interval>,
+}
+
+/// One refresh interval: `[start, start + len)`, refreshing until `busy_end` (`start + trfc`;
+/// 0 in interval 0, before the rank's first refresh).
+#[derive(Clone, Copy, Debug, Default)]
+struct Interval {
+    start: u64,
+    len: u64,
+    busy_end: u64,
 }
 
 impl RefreshClock {
-    fn new(trefi: u64, offset: u64) -> RefreshClock {
+    fn new(trefi: u64, trfc: u64, offset: u64) -> RefreshClock {
         RefreshClock {
             trefi,
+            trfc,
             offset,
-            // Nothing found yet: no cycle is at or after the start.
-            last: std::cell::Cell::new((0, u64::MAX)),
+            last: std::cell::Cell::new(if trefi == 0 {
+                // No refresh: one interval, all of time, never refreshing.
+                Interval {
+                    start: 0,
+                    len: u64::MAX,
+                    busy_end: 0,
+                }
+            } else {
+                // Nothing found yet: an empty interval holds no cycle.
+                Interval::default()
+            }),
         }
     }
 
-    /// `(k, start)` of the interval holding cycle `x` (`trefi > 0`); interval 0, before the
-    /// rank's first refresh, starts at 0 and holds no refresh.
+    /// The interval holding cycle `x`. Interval 0, before the rank's first refresh, starts
+    /// at 0 and holds no refresh.
     #[inline]
-    fn interval(&self, x: u64) -> (u64, u64) {
-        let (k, start) = self.last.get();
-        if x >= start && x - start < self.trefi {
-            return (k, start);
+    fn interval(&self, x: u64) -> Interval {
+        let last = self.last.get();
+        if x.wrapping_sub(last.start) < last.len {
+            return last;
         }
+        self.find(x)
+    }
+
+    /// [`RefreshClock::interval`] by division (`trefi > 0`), remembered.
+    #[cold]
+    fn find(&self, x: u64) -> Interval {
         let k = (x + self.trefi - self.offset) / self.trefi;
-        if k == 0 {
-            return (0, 0);
-        }
-        let start = self.offset + (k - 1) * self.trefi;
-        self.last.set((k, start));
-        (k, start)
+        let found = if k == 0 {
+            Interval {
+                start: 0,
+                len: self.offset,
+                busy_end: 0,
+            }
+        } else {
+            let start = self.offset + (k - 1) * self.trefi;
+            Interval {
+                start,
+                len: self.trefi,
+                busy_end: start + self.trfc,
+            }
+        };
+        self.last.set(found);
+        found
     }
 }
 
@@ -301,6 +352,24 @@ struct Activates {
     /// Activates held when the next trim looks for ended ones: twice what the last trim kept
     /// (at least `TRIM_MIN_ACTS`), so trims cost O(1) an activate.
     trim_at: usize,
+    /// The timings that space activates (kept here, so that the searches read no more).
+    t: ActTimings,
+}
+
+/// tRRD_S, tRRD_L and tFAW, in core cycles.
+#[derive(Clone, Copy, Debug, Default)]
+struct ActTimings {
+    trrd_s: u64,
+    trrd_l: u64,
+    tfaw: u64,
+}
+
+/// Where [`Activates::earliest`] found room for an activate: its cycle, and the index it takes
+/// among the rank's activates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ActSlot {
+    act: u64,
+    index: usize,
 }
 
 /// Activates kept at least before a trim.
@@ -311,6 +380,17 @@ const TRIM_MIN_ACTS: usize = 32;
 const KEEP_ACTS: usize = 256;
 
 impl Activates {
+    fn new(t: &DramTiming) -> Activates {
+        Activates {
+            t: ActTimings {
+                trrd_s: t.trrd_s,
+                trrd_l: t.trrd_l,
+                tfaw: t.tfaw,
+            },
+            ..Activates::default()
+        }
+    }
+
     /// The earliest activate at or after `at` for bank group `group` that keeps tRRD_S/L to
     /// every other activate and at most four in any tFAW.
     ///
@@ -318,9 +398,10 @@ impl Activates {
     /// activates before it bound the activate from below (tRRD to each, tFAW to the fourth
     /// before); it fits if it then keeps tRRD to the activates after it and every window of
     /// five holding it spans tFAW. Requests mostly come after every activate: one gap, the
-    /// last.
-    fn earliest(&self, t: &DramTiming, group: u64, at: u64) -> u64 {
-        let acts = &self.acts;
+    /// last. The slot also holds where the activate goes among the others (after every one
+    /// at or before it), so that booking it needs no second search.
+    fn earliest(&self, group: u64, at: u64) -> ActSlot {
+        let (acts, t) = (&self.acts, self.t);
         let rrd = |g: u64| if g == group { t.trrd_l } else { t.trrd_s };
         let mut a = at.max(self.horizon);
         // `a` goes after `acts[..p]` and before `acts[p..]`.
@@ -337,7 +418,7 @@ impl Activates {
             }
             if p == acts.len() {
                 // After every activate: nothing after it to keep tRRD or tFAW to.
-                return a;
+                return ActSlot { act: a, index: p };
             }
             let in_gap = acts.get(p).is_none_or(|&(x, _)| a < x);
             let rrd_after = || {
@@ -357,17 +438,19 @@ impl Activates {
                 })
             };
             if in_gap && rrd_after() && faw_after() {
-                return a;
+                return ActSlot { act: a, index: p };
             }
             p += 1;
         }
     }
 
-    /// Book an activate at `act` (found by [`Activates::earliest`]) for bank group `group`;
-    /// `floor` is the cycle before which nothing will be issued.
-    fn book(&mut self, t: &DramTiming, act: u64, group: u64, floor: u64) {
+    /// Book the activate [`Activates::earliest`] found for bank group `group`, with no
+    /// activate booked since; `floor` is the cycle before which nothing will be issued.
+    fn book(&mut self, slot: ActSlot, group: u64, floor: u64) {
+        let t = self.t;
         let acts = &mut self.acts;
-        let p = partition_point_back(acts, |&(x, _)| x <= act);
+        let (act, p) = (slot.act, slot.index);
+        debug_assert_eq!(p, partition_point_back(acts, |&(x, _)| x <= act));
         acts.insert(p, (act, group));
         if acts.len() >= self.trim_at.max(TRIM_MIN_ACTS) {
             let ended = acts.partition_point(|&(x, _)| x + t.tfaw <= floor);
@@ -532,10 +615,11 @@ impl Dram {
         let ranks = channels * cfg.ranks as usize;
         let rank_state = (0..ranks)
             .map(|r| Rank {
-                acts: Activates::default(),
+                acts: Activates::new(&timing),
                 // Ranks of a channel refresh in turn, spread over the interval.
                 refresh: RefreshClock::new(
                     timing.trefi,
+                    timing.trfc,
                     (r as u64 % u64::from(cfg.ranks)) * timing.trefi / u64::from(cfg.ranks),
                 ),
             })
@@ -624,6 +708,18 @@ impl Dram {
     fn row_fold(&self, mut row: u64) -> u64 {
         if self.bank_xor_mask == 0 {
             return 0;
+        }
+        let bits = self.bank_bits;
+        if bits.is_power_of_two() {
+            // Every shift below is a multiple of the group width: halving the word XORs
+            // aligned groups together, down to one group.
+            for shift in [32, 16, 8, 4, 2, 1] {
+                if shift < bits {
+                    break;
+                }
+                row ^= row >> shift;
+            }
+            return row & self.bank_xor_mask;
         }
         let mut fold = 0;
         while row != 0 {
@@ -725,16 +821,7 @@ impl Dram {
     /// `x` moved past the refresh window of rank `rank` it falls in, if any.
     #[inline]
     fn after_refresh(&self, rank: usize, x: u64) -> u64 {
-        let t = &self.timing;
-        if t.trefi == 0 {
-            return x;
-        }
-        let (k, start) = self.rank_state[rank].refresh.interval(x);
-        if k > 0 && x < start + t.trfc {
-            start + t.trfc
-        } else {
-            x
-        }
+        x.max(self.rank_state[rank].refresh.interval(x).busy_end)
     }
 
     /// Whether no refresh of rank `rank` falls in `(earlier, later]` (`earlier <= later`): a
@@ -742,11 +829,7 @@ impl Dram {
     /// up; it is the recent one, which the refresh clock has at hand.
     #[inline]
     fn same_refresh(&self, rank: usize, earlier: u64, later: u64) -> bool {
-        if self.timing.trefi == 0 {
-            return true;
-        }
-        let (k, start) = self.rank_state[rank].refresh.interval(later);
-        k == 0 || earlier >= start
+        earlier >= self.rank_state[rank].refresh.interval(later).start
     }
 
     /// Schedule one column access (a read, or a write of a drain) to `c` in bank `bank`,
@@ -766,18 +849,24 @@ impl Dram {
         let ch = c.channel as usize;
         let b = self.banks[bank];
         let data_delay = if write { t.tcwl } else { t.tcl };
-        let tag = BurstGaps::tag(write, rank, group);
+        let burst = Burst {
+            ch,
+            rank,
+            data_delay,
+            tag: BurstGaps::tag(write, rank, group),
+        };
 
         // A hit: the open row, still open (no refresh since its activate), or the row before
         // it, if the access fits before its precharge.
         let mut hit = None;
         if b.open_row == c.row {
-            let cas = self.earliest_cas(ch, rank, at.max(b.act + t.trcd), data_delay, tag);
-            if self.same_refresh(rank, b.act, cas) {
-                hit = Some(cas);
+            let slot = self.earliest_cas(&burst, at.max(b.act + t.trcd));
+            if self.same_refresh(rank, b.act, slot.start - data_delay) {
+                hit = Some(slot);
             }
         } else if b.prev_row == c.row && at < b.prev_close {
-            let cas = self.earliest_cas(ch, rank, at.max(b.prev_act + t.trcd), data_delay, tag);
+            let slot = self.earliest_cas(&burst, at.max(b.prev_act + t.trcd));
+            let cas = slot.start - data_delay;
             let done = if write {
                 cas + t.tcwl + t.burst + t.twr
             } else {
@@ -785,17 +874,17 @@ impl Dram {
             };
             if done <= b.prev_close && self.same_refresh(rank, b.prev_act, cas) {
                 // Served in the old row's time: the bank's state is not the one it changes.
-                self.book_cas(ch, cas, data_delay, tag);
+                self.book_cas(&burst, slot);
                 return (cas + data_delay + t.burst, RowOutcome::Hit, None);
             }
         }
-        if let Some(cas) = hit {
-            self.book_cas(ch, cas, data_delay, tag);
+        if let Some(slot) = hit {
+            let cas = self.book_cas(&burst, slot);
             let b = &mut self.banks[bank];
             if write {
-                b.last_write_end = b.last_write_end.max(cas + t.tcwl + t.burst);
+                b.pre_ready = b.pre_ready.max(cas + t.tcwl + t.burst + t.twr);
             } else {
-                b.last_read = b.last_read.max(cas);
+                b.pre_ready = b.pre_ready.max(cas + t.trtp);
             }
             return (cas + data_delay + t.burst, RowOutcome::Hit, None);
         }
@@ -810,40 +899,42 @@ impl Dram {
         };
         let open = b.open_row != NO_ROW && self.same_refresh(rank, b.act, at);
         let (outcome, closed, mut act_from, pre) = if open {
-            let ready = at
-                .max(b.act + t.tras)
-                .max(b.last_read + t.trtp)
-                .max(b.last_write_end + t.twr);
+            let ready = at.max(b.act + t.tras).max(b.pre_ready);
             let pre = self.after_refresh(rank, ready);
             (RowOutcome::Conflict, Some(b.opener), pre + t.trp, Some(pre))
         } else {
             (RowOutcome::Empty, None, at, None)
         };
-        let (act, cas) = loop {
+        let (slot, cas) = loop {
             let mut act = act_from;
-            loop {
-                let free = self.rank_state[rank].acts.earliest(&t, group, act);
-                act = self.after_refresh(rank, free);
-                if act == free {
-                    break;
+            let slot = loop {
+                let free = self.rank_state[rank].acts.earliest(group, act);
+                act = self.after_refresh(rank, free.act);
+                if act == free.act {
+                    break free;
                 }
-            }
-            let cas = self.earliest_cas(ch, rank, act + t.trcd, data_delay, tag);
-            if self.same_refresh(rank, act, cas) {
-                break (act, cas);
+            };
+            let cas = self.earliest_cas(&burst, act + t.trcd);
+            if self.same_refresh(rank, act, cas.start - data_delay) {
+                break (slot, cas);
             }
             // A refresh would close the row between its activate and the access: after it.
-            act_from = self.after_refresh(rank, cas);
+            act_from = self.after_refresh(rank, cas.start - data_delay);
         };
-        self.rank_state[rank].acts.book(&t, act, group, self.floor);
-        self.book_cas(ch, cas, data_delay, tag);
+        let act = slot.act;
+        self.rank_state[rank].acts.book(slot, group, self.floor);
+        let cas = self.book_cas(&burst, cas);
         let b = &mut self.banks[bank];
         *b = Bank {
             open_row: c.row,
             opener: requester,
             act,
-            last_read: if write { 0 } else { cas },
-            last_write_end: if write { cas + t.tcwl + t.burst } else { 0 },
+            // As the latest read at 0 and write data ending at 0 (none) bound it too.
+            pre_ready: if write {
+                (cas + t.tcwl + t.burst + t.twr).max(t.trtp)
+            } else {
+                (cas + t.trtp).max(t.twr)
+            },
             prev_row: if open { b.open_row } else { NO_ROW },
             prev_act: b.act,
             prev_close: pre.unwrap_or(0),
@@ -852,30 +943,34 @@ impl Dram {
     }
 
     /// The earliest column command at or after `at` of a burst tagged `tag` in `rank` of
-    /// channel `ch`: outside a refresh, with a data-bus slot `data_delay` later that keeps
-    /// its gaps to the bursts around it.
+    /// its channel: outside a refresh, with a data-bus slot `data_delay` later that keeps its
+    /// gaps to the bursts around it. Returns the burst's slot (the command is `data_delay`
+    /// before its start).
     #[inline]
-    fn earliest_cas(&self, ch: usize, rank: usize, at: u64, data_delay: u64, tag: u32) -> u64 {
+    fn earliest_cas(&self, burst: &Burst, at: u64) -> Slot {
         let gaps = &self.gaps;
-        let bus = &self.channels[ch].data_bus;
+        let data_bus = &self.channels[burst.ch].data_bus;
         let mut cas = at;
         loop {
-            let free = bus.earliest(cas + data_delay, tag, |a, b| gaps.between(a, b)) - data_delay;
-            cas = self.after_refresh(rank, free);
+            let slot =
+                data_bus.earliest(cas + burst.data_delay, burst.tag, |a, b| gaps.between(a, b));
+            let free = slot.start - burst.data_delay;
+            cas = self.after_refresh(burst.rank, free);
             if cas == free {
-                return cas;
+                return slot;
             }
         }
     }
 
-    /// Book a column command at `cas` found by [`Dram::earliest_cas`].
-    #[inline]
-    fn book_cas(&mut self, ch: usize, cas: u64, data_delay: u64, tag: u32) {
+    /// Book the burst [`Dram::earliest_cas`] found; returns its column command's cycle.
+    #[inline(always)]
+    fn book_cas(&mut self, burst: &Burst, slot: Slot) -> u64 {
         let floor = self.floor;
-        self.channels[ch]
+        self.channels[burst.ch]
             .data_bus
-            .book(cas + data_delay, tag, floor);
+            .book(slot, burst.tag, floor);
         self.stats.data_bus_cycles += self.timing.burst;
+        slot.start - burst.data_delay
     }
 
     pub fn stats(&self) -> &DramStats {

@@ -620,12 +620,14 @@ proptest! {
         // the first allowed cycle from a random one.
         for &(from, group) in &booked {
             let a = (from..).find(|&a| activate_allowed(&t, &d.rank_state[0].acts.acts, group, a)).unwrap();
-            d.rank_state[0].acts.book(&t, a, group, 0);
+            let slot = d.rank_state[0].acts.earliest(group, from);
+            prop_assert_eq!(slot.act, a);
+            d.rank_state[0].acts.book(slot, group, 0);
         }
         for &(from, group) in &asks {
             let acts = &d.rank_state[0].acts;
             let want = (from..).find(|&a| activate_allowed(&t, &acts.acts, group, a)).unwrap();
-            prop_assert_eq!(acts.earliest(&t, group, from), want, "{:?}", acts);
+            prop_assert_eq!(acts.earliest(group, from).act, want, "{:?}", acts);
         }
     }
 
@@ -799,4 +801,27 @@ fn bank_xor_spreads_power_of_two_strides_over_the_banks() {
         d.decode(PhysAddr(0x1234_0040)),
     );
     assert_eq!((a.bank, a.row), (b.bank, b.row));
+}
+
+proptest! {
+    /// With `bank_xor`, the bank is its bits XOR every bank-wide group of row bits, for every
+    /// bank count (the power-of-two widths fold by halving, the others group by group).
+    #[test]
+    fn bank_xor_folds_every_group_of_row_bits(row in any::<u64>(), bank_bits in 1u32..6) {
+        let d = Dram::new(
+            &DramConfig {
+                bank_xor: true,
+                banks: 1 << bank_bits,
+                bank_groups: 1,
+                rows: None,
+                ..simple()
+            },
+            1.0,
+        );
+        let mask = (1u64 << bank_bits) - 1;
+        let want = (0..64)
+            .step_by(bank_bits as usize)
+            .fold(0, |f, shift| f ^ ((row >> shift) & mask));
+        prop_assert_eq!(d.row_fold(row), want);
+    }
 }
