@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up (venv + pip install .) and run the main job: every reproduction `xlat reproduce --list`
 # names (Utopia Figs 1-6, 9, 11-21 and its TAR cache; Gandhi et al. Figs 11-13, Table II and
-# self-ballooning; ME-HPT Tables I-II and Figs 8-16), at quick scale, each figure drawn in the
-# paper's style with our numbers beside the published ones, and one HTML report of it all.
+# self-ballooning; ME-HPT Tables I-II and Figs 8-16; Mosaic Fig 6 and Tables 3-4), at quick
+# scale, each figure drawn in the paper's style with our numbers beside the published ones, and
+# one HTML report of it all.
 #
 #   bash scripts/run.sh                     # out/reproduce/report.html (8 min on an idle 2-core machine, after the build)
 #   XLAT_SCALE=tiny bash scripts/run.sh     # seconds: a smoke test of the whole pipeline

@@ -136,8 +136,11 @@ def test_every_label_has_its_own_style() -> None:
     assert len({(s.color, s.hatch) for s in known}) == len(known)
     assert len({(s.color, s.marker) for s in known}) == len(known)
     # An unknown label: never a known style, the same whatever else is drawn, and distinct
-    # from the other labels of its figure even where their hashes meet.
-    others = [f"l2tlb={n}" for n in range(60)]
+    # from the other labels of its figure even where their hashes meet: as many labels as
+    # there are free slots (their hashes must meet), and enough free slots for a sweep's
+    # labels beside the known ones.
+    assert len(styles._FREE) >= 48, len(styles._FREE)
+    others = [f"l2tlb={n}" for n in range(len(styles._FREE))]
     looks = styles.styles_for(others)
     assert len(set(looks)) == len(others)
     assert not set(looks) & set(known)

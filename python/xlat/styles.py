@@ -167,6 +167,18 @@ KNOWN = (
     "dlrm-sls",
     "kmer",
     "GMEAN",
+    # Mosaic pages: Fig 6's TLBs, Table 4's swap policies, Table 3's workloads.
+    "Vanilla",
+    "Mosaic-4",
+    "Mosaic-8",
+    "Mosaic-16",
+    "Mosaic-32",
+    "Mosaic-64",
+    "Linux LRU",
+    "Horizon LRU",
+    "Graph500",
+    "BTree",
+    "XSBench",
 )
 
 _SLOTS = len(COLORS) * len(HATCHES)

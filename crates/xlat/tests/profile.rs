@@ -210,3 +210,60 @@ fn bad_keys_are_named() {
     let e = err(&["profile.tlb.ways=[4]"]);
     assert!(e.contains("profile.tlb"), "{e}");
 }
+
+/// The profile's rows are the misses of real mosaic TLBs: for each of Mosaic Fig 6's
+/// geometries (a vanilla TLB and arities 4 to 64, 1024 entries at 1 to 1024 ways), a
+/// translation-only run of that system with its own TLB at that geometry misses exactly as
+/// often as its profile row says, under demand paging (every first touch faults inside the
+/// measured part, so forced misses are counted too). A faulting reference looks the TLB up
+/// twice (before the fault and when it re-executes) and the profile counts it once, so the
+/// TLB's misses are the row's plus the faults; the row equals the walks that were not a
+/// fault's second walk (`mmu.l2_misses`).
+#[test]
+fn the_profile_counts_what_real_mosaic_tlbs_count_at_every_fig6_geometry() {
+    for (workload, size) in [
+        ("bfs", "workload.footprint=\"8MiB\""),
+        ("xsbench", "workload.footprint=\"8MiB\""),
+        ("gups", "workload.table_bytes=67108864"),
+    ] {
+        for (preset, arity) in [
+            ("mosaic-vanilla", 1u64),
+            ("mosaic", 4),
+            ("mosaic-8", 8),
+            ("mosaic-16", 16),
+            ("mosaic-32", 32),
+            ("mosaic-64", 64),
+        ] {
+            for ways in (0..=10).map(|k| 1u64 << k) {
+                let s = run(cfg(
+                    preset,
+                    workload,
+                    30_000,
+                    &strings(&[
+                        size,
+                        "sim.timing=\"translation\"",
+                        "sim.warmup_instructions=5000",
+                        "profile.tlb.entries=[1024]",
+                        &format!("profile.tlb.arity=[{arity}]"),
+                        &format!("schemes.mosaic.tlb.ways={ways}"),
+                    ]),
+                ));
+                let what = format!("{workload} {preset} {ways}-way");
+                let r = row(&s, arity, 1024 / ways);
+                let tlb = &s["mmu"]["mosaic_tlb"];
+                let faults = s["mmu"]["faults"].as_u64().unwrap();
+                assert!(faults > 0, "{what}: no first touch in the measured part");
+                assert_eq!(
+                    r["misses"].as_u64().unwrap() + faults,
+                    tlb["misses"].as_u64().unwrap(),
+                    "{what}"
+                );
+                assert_eq!(r["misses"], s["mmu"]["l2_misses"], "{what}");
+                assert_eq!(s["profile"]["tlb"]["invalidated_pages"], 0, "{what}");
+                if arity > 1 {
+                    assert_eq!(r["forced"].as_u64().unwrap(), faults, "{what}");
+                }
+            }
+        }
+    }
+}

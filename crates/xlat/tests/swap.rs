@@ -324,6 +324,31 @@ fn mosaic_swaps_by_horizon_lru_beyond_its_pool_and_verifies() {
     );
 }
 
+/// BTree (fanout 8, 2.6M keys: 66 MiB of nodes) at 1.2 times the 54 MiB its data may use, as
+/// `mosaic-table4` runs it: both policies swap under `--verify`, whose every translation is
+/// checked, through the populate that already overflows memory and the lookups after it.
+#[test]
+fn btree_at_1_2x_the_pool_swaps_by_both_policies_and_verifies() {
+    for (preset, policy) in [("mosaic", "horizon"), ("mosaic-vanilla", "lru")] {
+        let pool = 54 * MIB;
+        let memory = if preset == "mosaic" { 128 * MIB } else { pool };
+        let mut extra = swap(memory);
+        extra.extend([
+            "workload.keys=2600000".into(),
+            "workload.fanout=8".into(),
+            "workload.populate=true".into(),
+            format!("schemes.mosaic.pool_bytes={pool}"),
+            format!("os.swap.policy=\"{policy}\""),
+        ]);
+        let s = run(cfg(preset, "btree", 300_000, &extra));
+        check_io(&s, policy);
+        if preset == "mosaic" {
+            let first = f(&s, "os.frames.first_conflict_utilisation");
+            assert!((0.97..0.99).contains(&first), "{first}");
+        }
+    }
+}
+
 #[test]
 fn horizon_and_lru_runs_verify_through_fast_forward() {
     // Skip the first 100,000 instructions (skipped records stamp their pages too, and their

@@ -16,6 +16,7 @@ sources)::
 from . import (  # noqa: F401
     gandhi,
     mehpt,
+    mosaic,
     utopia,
     utopia_components,
     utopia_eval,
