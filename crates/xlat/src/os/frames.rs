@@ -50,17 +50,29 @@ pub trait FramePolicy: Send {
         size: PageSize,
     ) -> Option<Pfn>;
 
+    /// Whether the policy decides each page's frame from the page itself (a hash, a set, a
+    /// partition), so that consecutive pages cannot share a block: eager paging then gets one
+    /// frame at a time from [`FramePolicy::frame`].
+    fn places_each_page(&self) -> bool {
+        false
+    }
+
     /// Eager paging: a free block of `2^order` frames, `order <= max_order`, to back the
     /// pages from `vpn` on with consecutive frames, or `None` if memory is full. The default
     /// takes the largest block the buddy allocator has, up to `max_order` (RMM's eager paging
-    /// allocator); a policy that places each page itself may return single frames instead.
+    /// allocator), or the one frame `frame` places when the policy places each page itself.
     fn block(
         &mut self,
         buddy: &mut BuddyAllocator,
-        _pid: u16,
-        _vpn: Vpn,
+        pid: u16,
+        vpn: Vpn,
         max_order: u32,
     ) -> Option<(Pfn, u32)> {
+        if self.places_each_page() {
+            return self
+                .frame(buddy, pid, vpn, PageSize::Size4K)
+                .map(|p| (p, 0));
+        }
         let order = buddy.largest_free_order()?.min(max_order);
         buddy.alloc(order).map(|p| (p, order))
     }

@@ -149,15 +149,9 @@ impl FramePolicy for SetFrames {
         found
     }
 
-    fn block(
-        &mut self,
-        buddy: &mut BuddyAllocator,
-        pid: u16,
-        vpn: Vpn,
-        _: u32,
-    ) -> Option<(Pfn, u32)> {
-        self.frame(buddy, pid, vpn, PageSize::Size4K)
-            .map(|p| (p, 0))
+    /// Each page goes to a frame of its own set.
+    fn places_each_page(&self) -> bool {
+        true
     }
 
     fn refusal(&self) -> Option<String> {

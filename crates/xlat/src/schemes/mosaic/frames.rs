@@ -98,16 +98,9 @@ impl FramePolicy for IcebergFrames {
         self.table.insert(pid, vpn.0).map(|(pfn, _)| pfn)
     }
 
-    /// Eager paging gets single frames: consecutive pages are scattered by the hash anyway.
-    fn block(
-        &mut self,
-        buddy: &mut BuddyAllocator,
-        pid: u16,
-        vpn: Vpn,
-        _max_order: u32,
-    ) -> Option<(Pfn, u32)> {
-        self.frame(buddy, pid, vpn, PageSize::Size4K)
-            .map(|p| (p, 0))
+    /// The hash scatters consecutive pages over the pool.
+    fn places_each_page(&self) -> bool {
+        true
     }
 
     fn free(&mut self, buddy: &mut BuddyAllocator, pfn: Pfn, size: PageSize) {

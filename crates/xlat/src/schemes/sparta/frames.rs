@@ -81,16 +81,9 @@ impl FramePolicy for PartitionFrames {
         }
     }
 
-    /// Eager paging places each page by its own partition: one frame at a time.
-    fn block(
-        &mut self,
-        buddy: &mut BuddyAllocator,
-        pid: u16,
-        vpn: Vpn,
-        _max_order: u32,
-    ) -> Option<(Pfn, u32)> {
-        self.frame(buddy, pid, vpn, PageSize::Size4K)
-            .map(|p| (p, 0))
+    /// Each page goes to its own partition.
+    fn places_each_page(&self) -> bool {
+        true
     }
 
     fn free(&mut self, buddy: &mut BuddyAllocator, pfn: Pfn, size: PageSize) {
