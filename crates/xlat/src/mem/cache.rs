@@ -178,7 +178,7 @@ impl Cache {
     /// soon ([`Cache::absorb_writeback`]). Simulated state is not touched.
     #[inline(always)]
     pub fn prefetch_set(&self, line: u64) {
-        use crate::pt::store::prefetch_host;
+        use super::prefetch_host;
         // A set spans a host line or two of tags and of values: its first and last slots.
         let (tags, values) = self.array.set_slots(self.array.set_of(line));
         prefetch_host(&tags[0]);

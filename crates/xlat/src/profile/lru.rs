@@ -450,7 +450,7 @@ impl LruGeometries {
     #[inline(always)]
     pub fn prefetch(&self, tag: u64) {
         let at = self.tags.home(tag) * self.tags.stride;
-        crate::pt::store::prefetch_host(&self.tags.words[at]);
+        crate::mem::prefetch_host(&self.tags.words[at]);
     }
 
     /// `n` more references to the tag referenced last, none forced: hits everywhere.

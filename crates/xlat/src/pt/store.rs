@@ -5,6 +5,7 @@
 //! little-endian 64-bit words, exactly as an x86-64 page-table page.
 
 use crate::addr::{Pfn, PhysAddr};
+use crate::mem::prefetch_host;
 
 pub const WORDS_PER_FRAME: usize = 512;
 
@@ -15,19 +16,6 @@ type Frame = Box<[u64; WORDS_PER_FRAME]>;
 pub enum Prefetch {
     Index,
     Word,
-}
-
-/// Hint the host to cache the line holding `value` (nothing on other architectures).
-#[inline(always)]
-pub(crate) fn prefetch_host<V>(value: &V) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch only hints the cache, and the address is that of a live reference.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((value as *const V).cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
 }
 
 /// Table frames, found by frame number through a direct index: a walk reads a few entries at
