@@ -11,8 +11,9 @@ slots never share colour and marker either.
 as lines), each with its own slot in that order: ``Radix`` is the same blue bar in every
 figure, and no two labels look alike anywhere. Any other label (a user's sweep point such as
 ``l2tlb=1536``) gets a slot that no known label has, picked from a hash of the label, so it
-too keeps its style from figure to figure; when two labels of one figure hash to the same
-slot, the later takes the next free one (:func:`styles_for`).
+too keeps its style from figure to figure; when a label of a figure hashes to a slot that an
+earlier one took, or whose hatch an earlier unknown one has, it takes the next free slot with
+a hatch of its own (:func:`styles_for`).
 """
 
 from __future__ import annotations
@@ -220,7 +221,7 @@ def style(label: object) -> Style:
 def styles_for(labels: Sequence[object]) -> list[Style]:
     """The styles of the series of one figure, in order: known labels their own; every other
     its hashed slot among the free ones, or the next free slot that no earlier label of the
-    figure took. Labels are compared as text."""
+    figure took and whose hatch no earlier unknown label has. Labels are compared as text."""
     names = [str(label) for label in labels]
     taken = {_KNOWN_SLOTS[n] for n in names if n in _KNOWN_SLOTS}
     slots: dict[str, int] = {}
@@ -231,12 +232,15 @@ def styles_for(labels: Sequence[object]) -> list[Style]:
             slots[name] = _KNOWN_SLOTS[name]
             continue
         start = _hashed_slot(name)
-        for step in range(len(_FREE)):
-            slot = _FREE[(start + step) % len(_FREE)]
-            if slot not in taken:
-                break
-        else:  # more labels than free slots: share rather than fail
-            slot = _FREE[start]
+        order = [_FREE[(start + step) % len(_FREE)] for step in range(len(_FREE))]
+        hatches = {_slot_style(slots[n]).hatch for n in slots if n not in _KNOWN_SLOTS}
+        # A free slot whose hatch no earlier unknown label of the figure has, so that a
+        # sweep's points read apart in black and white; else any free slot; else share. Known
+        # labels do not move it, so a label drawn beside known ones keeps its style.
+        slot = next(
+            (k for k in order if k not in taken and _slot_style(k).hatch not in hatches),
+            next((k for k in order if k not in taken), order[0]),
+        )
         taken.add(slot)
         slots[name] = slot
     return [_slot_style(slots[name]) for name in names]
