@@ -521,17 +521,9 @@ mod tests {
     use crate::workload::WorkloadConfig;
     use stream::WORKLOAD;
 
-    /// A stream cut into operations: each starts with the harness's 12 instructions (every
-    /// record inside an operation follows fewer).
+    /// A stream cut into operations: each starts with the harness's 12 instructions.
     fn operations(recs: &[Record]) -> Vec<Vec<u64>> {
-        let mut out: Vec<Vec<u64>> = Vec::new();
-        for r in recs {
-            if r.instr_delta >= 12 || out.is_empty() {
-                out.push(Vec::new());
-            }
-            out.last_mut().unwrap().push(r.vaddr.0);
-        }
-        out
+        testutil::operations(recs, 12)
     }
 
     #[test]
@@ -546,7 +538,7 @@ mod tests {
                 assert_eq!(cfg.cores(), threads);
                 let mut os = testutil::os(64);
                 let mut src = crate::workload::build(&cfg, &mut os, 7).unwrap();
-                testutil::drain(&mut *src, usize::MAX)
+                testutil::drain(&mut *src, 100_000)
             };
             let alone = operations(&run(1));
             let team = run(4);
