@@ -60,8 +60,9 @@ STRUCTURES = {
     "skiplist": "Skip List",
 }
 #: Keys of each structure per scale. The paper's structures hold 128 GB (Table 2); ours
-#: hold ``keys`` x 32-64 bytes of nodes (bst-ext: 64 bytes a key; 2^26 keys: 4 GiB). The
-#: host keeps about 100 bytes a key of bst-ext (1.7 GB at 2^24 keys, measured): 2^26 keys is
+#: hold ``keys`` x 32-64 bytes of nodes (bst-ext: 64 bytes a key; 2^26 keys: 4 GiB). A
+#: 2^26-key bst-ext run peaks at 3.25 GB of host memory (measured: Fig 4's profile run, 96M
+#: references in 35 s); Fig 8's mixes hold four such structures (about 10 GB), so 2^26 keys is
 #: the most at which two runs of a sweep fit the 24 GiB host side by side.
 KEYS = {"tiny": 1 << 15, "quick": 1 << 21, "full": 1 << 24, "paper": 1 << 26}
 #: Keys of Figs 5, 7 and 8: at tiny scale too, structures beyond 16 partitions' TLB reach
