@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up (venv + pip install .) and run the main job: every reproduction `xlat reproduce --list`
 # names (Utopia Figs 1-6, 9, 11-21 and its TAR cache; Gandhi et al. Figs 11-13, Table II and
-# self-ballooning; ME-HPT Tables I-II and Figs 8-16; Mosaic Fig 6 and Tables 3-4), at quick
+# self-ballooning; ME-HPT Tables I-II and Figs 8-16; Mosaic Fig 6 and Tables 3-4; SPARTA Figs 2
+# and 4-8), at quick
 # scale, each figure drawn in the paper's style with our numbers beside the published ones, and
 # one HTML report of it all.
 #

@@ -41,6 +41,11 @@ pub struct TlbProfileConfig {
     /// associative) to the entry count (direct-mapped).
     #[serde(default)]
     pub sets: Vec<u32>,
+    /// Way counts to keep (empty: all): a geometry is counted only if its `ways` is listed,
+    /// so that a sweep of sizes at one associativity (SPARTA's Fig 4: 4 ways, 4 to 2048
+    /// entries) counts those geometries alone, not every set count dividing each size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ways: Vec<u32>,
     /// Pages per TLB tag: 1 is a plain 4 KiB-page TLB; `k > 1` tags by VPN / k, as a Mosaic
     /// TLB of arity k, whose entry misses on a page's first touch (see docs/profiles.md).
     #[serde(default = "vanilla")]
@@ -71,7 +76,8 @@ impl TlbProfileConfig {
                 &self.sets
             };
             for &s in sets {
-                if s <= entries && entries.is_multiple_of(s) {
+                let kept = |w: u32| self.ways.is_empty() || self.ways.contains(&w);
+                if s <= entries && entries.is_multiple_of(s) && kept(entries / s) {
                     out.push((
                         entries,
                         Geometry {
@@ -107,6 +113,12 @@ impl TlbProfileConfig {
         for &s in &self.sets {
             crate::config::pow2(format!("{path}.sets"), "each set count", s.into())?;
         }
+        if self.ways.contains(&0) {
+            return Err(Error::config(
+                format!("{path}.ways"),
+                "each way count must be at least 1",
+            ));
+        }
         if self.arity.is_empty() {
             return Err(Error::config(
                 format!("{path}.arity"),
@@ -124,11 +136,19 @@ impl TlbProfileConfig {
         let geometries = self.geometries();
         for &e in &self.entries {
             if !geometries.iter().any(|&(entries, _)| entries == e) {
+                let (key, what) = if self.ways.is_empty() {
+                    ("sets", String::new())
+                } else {
+                    (
+                        "ways",
+                        format!(" of a count in {path}.ways = {:?}", self.ways),
+                    )
+                };
                 return Err(Error::config(
-                    format!("{path}.sets"),
+                    format!("{path}.{key}"),
                     format!(
                         "no set count in {:?} divides {e} entries (of {path}.entries) into \
-                         whole ways",
+                         whole ways{what}",
                         self.sets
                     ),
                 ));
@@ -313,6 +333,7 @@ mod tests {
         let cfg = TlbProfileConfig {
             entries: vec![8, 1536],
             sets: vec![1, 4, 512, 1024],
+            ways: vec![],
             arity: vec![1],
         };
         let g: Vec<(u32, u32, u32)> = cfg
@@ -333,9 +354,25 @@ mod tests {
         let all = TlbProfileConfig {
             entries: vec![4],
             sets: vec![],
+            ways: vec![],
             arity: vec![1],
         };
         assert_eq!(all.geometries().len(), 3);
+        // One associativity kept: each size at that many ways only.
+        let four_way = TlbProfileConfig {
+            entries: vec![4, 8, 1536],
+            sets: vec![],
+            ways: vec![4],
+            arity: vec![1],
+        };
+        let g: Vec<(u32, u32, u32)> = four_way
+            .geometries()
+            .iter()
+            .map(|(e, g)| (*e, g.sets, g.ways))
+            .collect();
+        assert_eq!(g, vec![(4, 1, 4), (8, 2, 4)]);
+        let e = four_way.validate("profile.tlb").unwrap_err().to_string();
+        assert!(e.contains("profile.tlb.ways") && e.contains("1536"), "{e}");
     }
 
     #[test]
@@ -344,6 +381,7 @@ mod tests {
         let base = TlbProfileConfig {
             entries: vec![1024],
             sets: vec![],
+            ways: vec![],
             arity: vec![1, 4],
         };
         assert!(base.validate("profile.tlb").is_ok());
@@ -352,6 +390,11 @@ mod tests {
             ..base.clone()
         });
         assert!(e.contains("profile.tlb.sets"), "{e}");
+        let e = err(TlbProfileConfig {
+            ways: vec![0],
+            ..base.clone()
+        });
+        assert!(e.contains("profile.tlb.ways"), "{e}");
         let e = err(TlbProfileConfig {
             arity: vec![0],
             ..base.clone()
@@ -382,6 +425,7 @@ mod tests {
         let cfg = TlbProfileConfig {
             entries: vec![4],
             sets: vec![1],
+            ways: vec![],
             arity: vec![1, 4],
         };
         let mut p = TlbProfile::new(&cfg).unwrap();

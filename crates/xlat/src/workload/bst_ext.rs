@@ -23,11 +23,12 @@ pub fn build(
     let mix = cfg.mix();
     let mut heap = SimHeap::new(pid, MapKind::Anon, cfg.populate);
     let (root_ptr, pool) = BinaryNodes::alloc(&mut heap, os, 2 * mix.max_keys() - 1)?;
-    Ok(index::spawn(
+    Ok(index::spawn_team(
         pid,
         cfg.references,
         mix,
         seed,
+        cfg.threads,
         move |keys, rng| ExternalBst::build(root_ptr, pool, keys, rng),
     ))
 }
@@ -130,8 +131,8 @@ impl ExternalBst {
     }
 }
 
-impl IndexStructure for ExternalBst {
-    fn lookup(&mut self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
+impl index::SharedLookup for ExternalBst {
+    fn lookup_shared(&self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
         match self.search(e, key)? {
             Some(f) if self.t.nodes[f.leaf as usize].key == key => {
                 e.load_dep(self.t.addr(f.leaf, VALUE), 8, f.ptr)?;
@@ -139,6 +140,12 @@ impl IndexStructure for ExternalBst {
             }
             _ => Ok(false),
         }
+    }
+}
+
+impl IndexStructure for ExternalBst {
+    fn lookup(&mut self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
+        index::SharedLookup::lookup_shared(self, e, key)
     }
 
     fn insert(&mut self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
@@ -286,6 +293,7 @@ mod tests {
             zipf_alpha: 0.0,
             references: 40_000,
             populate: true,
+            threads: 1,
         };
         let stream = |seed| {
             let mut os = testutil::os(64);

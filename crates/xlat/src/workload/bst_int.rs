@@ -21,11 +21,12 @@ pub fn build(
     let mix = cfg.mix();
     let mut heap = SimHeap::new(pid, MapKind::Anon, cfg.populate);
     let (root_ptr, pool) = BinaryNodes::alloc(&mut heap, os, mix.max_keys())?;
-    Ok(index::spawn(
+    Ok(index::spawn_team(
         pid,
         cfg.references,
         mix,
         seed,
+        cfg.threads,
         move |keys, rng| InternalBst::build(root_ptr, pool, keys, rng),
     ))
 }
@@ -95,14 +96,20 @@ impl InternalBst {
     }
 }
 
-impl IndexStructure for InternalBst {
-    fn lookup(&mut self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
+impl index::SharedLookup for InternalBst {
+    fn lookup_shared(&self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
         let f = self.search(e, key)?;
         if f.node == NIL {
             return Ok(false);
         }
         e.load_dep(self.t.addr(f.node, VALUE), 8, f.ptr)?;
         Ok(true)
+    }
+}
+
+impl IndexStructure for InternalBst {
+    fn lookup(&mut self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
+        index::SharedLookup::lookup_shared(self, e, key)
     }
 
     fn insert(&mut self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
@@ -248,6 +255,7 @@ mod tests {
             zipf_alpha: 1.1,
             references: 40_000,
             populate: true,
+            threads: 1,
         };
         let stream = |seed| {
             let mut os = testutil::os(64);

@@ -28,11 +28,12 @@ pub fn build(
     let mut heap = SimHeap::new(pid, MapKind::Anon, cfg.populate);
     let buckets = heap.array(os, cfg.keys.next_power_of_two(), 8)?;
     let pool = NodePool::new(&mut heap, os, mix.max_keys(), NODE_BYTES)?;
-    Ok(index::spawn(
+    Ok(index::spawn_team(
         pid,
         cfg.references,
         mix,
         seed,
+        cfg.threads,
         move |keys, rng| HashTable::build(buckets, pool, keys, rng),
     ))
 }
@@ -116,14 +117,20 @@ impl HashTable {
     }
 }
 
-impl IndexStructure for HashTable {
-    fn lookup(&mut self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
+impl index::SharedLookup for HashTable {
+    fn lookup_shared(&self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
         let f = self.find(e, key)?;
         if f.node == NIL {
             return Ok(false);
         }
         e.load_dep(self.pool.at(f.node, VALUE), 8, f.ptr)?;
         Ok(true)
+    }
+}
+
+impl IndexStructure for HashTable {
+    fn lookup(&mut self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
+        index::SharedLookup::lookup_shared(self, e, key)
     }
 
     fn insert(&mut self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
@@ -240,6 +247,7 @@ mod tests {
             zipf_alpha: 0.8,
             references: 50_000,
             populate: true,
+            threads: 1,
         }
     }
 

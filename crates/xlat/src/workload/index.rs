@@ -35,6 +35,14 @@ pub struct IndexConfig {
     /// Map the memory before the first reference (the structure is built before measuring).
     #[serde(default = "default_populate")]
     pub populate: bool,
+    /// Software threads of the one process sharing the structure and its lookups (1 to 64;
+    /// above 1, lookups only: `update_ratio` must be 0).
+    #[serde(default = "one_thread")]
+    pub threads: u32,
+}
+
+fn one_thread() -> u32 {
+    1
 }
 
 fn default_keys() -> u64 {
@@ -50,6 +58,17 @@ pub(crate) fn default_populate() -> bool {
 impl IndexConfig {
     pub fn validate(&self, path: &str) -> Result<()> {
         self.mix().validate(path)?;
+        super::threads_in_range(format!("{path}.threads"), self.threads)?;
+        if self.threads > 1 && self.update_ratio > 0.0 {
+            return Err(Error::config(
+                format!("{path}.threads"),
+                format!(
+                    "{} threads share the structure read-only: set {path}.update_ratio = 0 \
+                     (concurrent updates are not modelled)",
+                    self.threads
+                ),
+            ));
+        }
         super::nonzero(format!("{path}.references"), self.references)
     }
 
@@ -265,6 +284,7 @@ pub(crate) enum IndexOp {
 /// The operation stream: `update_ratio` of updates (insert or delete with equal odds), keys
 /// uniform over the universe or Zipf over it (popular ranks scattered by a permutation, so hot
 /// keys are not neighbours in the structure).
+#[derive(Clone)]
 pub(crate) struct OpMix {
     rng: Rng,
     universe: u64,
@@ -372,11 +392,70 @@ where
     F: FnOnce(&KeySpace, &mut Rng) -> S + Send + 'static,
 {
     ThreadedSource::spawn(pid, references, move |e| {
-        let mut rng = Rng::new(seed, stream::WORKLOAD);
-        let keys = KeySpace::new(mix.keys, &mut rng);
-        let ops_rng = Rng::new(rng.next_u64(), stream::WORKLOAD);
-        let mut s = make(&keys, &mut rng);
-        serve(&mut s, &mut OpMix::new(&mix, &keys, ops_rng), e)
+        let (mut s, mut ops) = start(mix, seed, make);
+        serve(&mut s, &mut ops, e)
+    })
+}
+
+/// The program's initialisation: the key set, the structure holding it, the operation stream.
+fn start<S>(mix: MixConfig, seed: u64, make: impl FnOnce(&KeySpace, &mut Rng) -> S) -> (S, OpMix) {
+    let mut rng = Rng::new(seed, stream::WORKLOAD);
+    let keys = KeySpace::new(mix.keys, &mut rng);
+    let ops_rng = Rng::new(rng.next_u64(), stream::WORKLOAD);
+    let s = make(&keys, &mut rng);
+    (s, OpMix::new(&mix, &keys, ops_rng))
+}
+
+/// An index structure whose lookups several threads may run at once over one host mirror:
+/// a lookup that reads the mirror and changes nothing.
+pub(crate) trait SharedLookup: IndexStructure + Send + Sync + 'static {
+    fn lookup_shared(&self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop>;
+}
+
+/// [`spawn`] for a program of `threads` software threads (lookups only above 1): thread 0
+/// builds the structure and the team shares it; every thread follows the one operation stream
+/// and performs every `threads`-th operation (OpenMP's `schedule(static, 1)`), so the team
+/// performs the lookups of the single-threaded run, their records merged round robin
+/// ([`ThreadedSource::team`]). One thread is exactly [`spawn`].
+pub(crate) fn spawn_team<S, F>(
+    pid: u16,
+    references: u64,
+    mix: MixConfig,
+    seed: u64,
+    threads: u32,
+    make: F,
+) -> ThreadedSource
+where
+    S: SharedLookup,
+    F: FnOnce(&KeySpace, &mut Rng) -> S + Send + 'static,
+{
+    if threads <= 1 {
+        return spawn(pid, references, mix, seed, make);
+    }
+    let mut make = Some(make);
+    ThreadedSource::team(pid, references, threads, |i| {
+        let make = if i == 0 { make.take() } else { None };
+        move |e: &mut Emitter| {
+            let shared =
+                e.share(move || start(mix, seed, make.expect("thread 0 builds the structure")))?;
+            let (s, ops) = &*shared;
+            let mut ops = ops.clone();
+            let (me, threads) = (e.thread(), e.threads());
+            loop {
+                for k in 0..threads {
+                    let op = ops.next_op();
+                    if k != me {
+                        continue;
+                    }
+                    // Drawing the operation and key: the harness's RNG calls and branches.
+                    e.instr(12);
+                    let IndexOp::Lookup(key) = op else {
+                        unreachable!("threads above 1 are refused with updates")
+                    };
+                    s.lookup_shared(e, key)?;
+                }
+            }
+        }
     })
 }
 
@@ -436,7 +515,62 @@ impl NodePool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::Record;
+    use crate::workload::emit::TURN;
+    use crate::workload::testutil::{self, max_lead, per_core};
+    use crate::workload::WorkloadConfig;
     use stream::WORKLOAD;
+
+    /// A stream cut into operations: each starts with the harness's 12 instructions.
+    fn operations(recs: &[Record]) -> Vec<Vec<u64>> {
+        testutil::operations(recs, 12)
+    }
+
+    #[test]
+    fn a_team_shares_the_structure_and_deals_the_lookups_out_round_robin() {
+        for name in ["hashtable", "skiplist", "bst-int", "bst-ext"] {
+            let run = |threads: u32| {
+                let cfg: WorkloadConfig = toml::from_str(&format!(
+                    "name = '{name}'\nkeys = 3000\nreferences = 20000\nthreads = {threads}"
+                ))
+                .unwrap();
+                cfg.validate("workload").unwrap();
+                assert_eq!(cfg.cores(), threads);
+                let mut os = testutil::os(64);
+                let mut src = crate::workload::build(&cfg, &mut os, 7).unwrap();
+                testutil::drain(&mut *src, 100_000)
+            };
+            let alone = operations(&run(1));
+            let team = run(4);
+            assert_eq!(team.len(), 20_000, "{name}");
+            let threads = per_core(&team);
+            assert_eq!(threads.len(), 4, "{name}");
+            for (core, mine) in threads {
+                let recs: Vec<Record> = mine.into_iter().map(|(_, r)| r).collect();
+                let mine = operations(&recs);
+                // Every lookup but the last, which the budget may have cut short: the one the
+                // single-threaded run performs at that position of the operation stream.
+                for (k, op) in mine[..mine.len() - 1].iter().enumerate() {
+                    let n = k * 4 + core as usize;
+                    if n + 1 < alone.len() {
+                        assert_eq!(op, &alone[n], "{name}: core {core} lookup {k}");
+                    }
+                }
+            }
+            assert!(max_lead(&team, &[]) <= TURN as u64, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_team_refuses_updates() {
+        let cfg: WorkloadConfig =
+            toml::from_str("name = 'bst-ext'\nthreads = 2\nupdate_ratio = 0.1").unwrap();
+        let e = cfg.validate("workload").unwrap_err().to_string();
+        assert!(e.contains("workload.threads"), "{e}");
+        let cfg: WorkloadConfig = toml::from_str("name = 'hashtable'\nthreads = 65").unwrap();
+        let e = cfg.validate("workload").unwrap_err().to_string();
+        assert!(e.contains("workload.threads"), "{e}");
+    }
 
     #[test]
     fn start_keys_are_sorted_one_per_pair() {

@@ -258,6 +258,10 @@ impl WorkloadConfig {
             WorkloadConfig::Bfs(c) => c.threads,
             WorkloadConfig::Pr(c) => c.threads,
             WorkloadConfig::Cg(c) => c.threads,
+            WorkloadConfig::Hashtable(c)
+            | WorkloadConfig::Skiplist(c)
+            | WorkloadConfig::BstInt(c)
+            | WorkloadConfig::BstExt(c) => c.threads,
             WorkloadConfig::Mix(m) => m.members.len().try_into().unwrap_or(u32::MAX),
             _ => 1,
         }

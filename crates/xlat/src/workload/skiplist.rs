@@ -44,11 +44,12 @@ pub fn build(
     let mut heap = SimHeap::new(pid, MapKind::Anon, cfg.populate);
     // Towers are allocated one by one: small `malloc`s, one after the other on the brk heap.
     let region = heap.objects(os, (8 * words).div_ceil(64), 64)?.base;
-    Ok(index::spawn(
+    Ok(index::spawn_team(
         pid,
         cfg.references,
         mix,
         seed,
+        cfg.threads,
         move |keys, rng| SkipList::build(region, words, keys, rng),
     ))
 }
@@ -159,6 +160,20 @@ impl SkipList {
         e: &mut Emitter,
         key: u64,
     ) -> std::result::Result<(u32, Option<RecId>), Stop> {
+        let mut preds = std::mem::take(&mut self.preds);
+        let found = self.search_into(e, key, &mut preds);
+        self.preds = preds;
+        found
+    }
+
+    /// [`SkipList::search`] writing the predecessors into `preds` (one per level), reading
+    /// nothing else of `self` mutably: what a lookup shared by several threads runs.
+    fn search_into(
+        &self,
+        e: &mut Emitter,
+        key: u64,
+        preds: &mut [(u32, Option<RecId>)],
+    ) -> std::result::Result<(u32, Option<RecId>), Stop> {
         let (mut x, mut xrec) = (0u32, None);
         let mut found = (NIL, None);
         for l in (0..self.levels).rev() {
@@ -176,9 +191,22 @@ impl SkipList {
                 }
                 (x, xrec) = (nxt, Some(nrec));
             }
-            self.preds[l as usize] = (x, xrec);
+            preds[l as usize] = (x, xrec);
         }
         Ok(found)
+    }
+}
+
+impl index::SharedLookup for SkipList {
+    fn lookup_shared(&self, e: &mut Emitter, key: u64) -> std::result::Result<bool, Stop> {
+        // A lookup needs no predecessors: a scratch array on the stack (levels <= 64).
+        let mut preds = [(0u32, None); 64];
+        let (n, rec) = self.search_into(e, key, &mut preds[..self.levels as usize])?;
+        if n == NIL || self.key(n) != key {
+            return Ok(false);
+        }
+        load_after(e, self.addr(n, VALUE), rec)?;
+        Ok(true)
     }
 }
 
@@ -326,6 +354,7 @@ mod tests {
             zipf_alpha: 0.0,
             references: 40_000,
             populate: true,
+            threads: 1,
         };
         let stream = |seed| {
             let mut os = testutil::os(64);

@@ -107,6 +107,20 @@ where
     });
 }
 
+/// A stream of one thread's records cut into operations, as address lists: an operation starts
+/// with the record that carries at least `first_instrs` instructions (the harness's work before
+/// it; every record inside an operation follows fewer).
+pub fn operations(recs: &[Record], first_instrs: u32) -> Vec<Vec<u64>> {
+    let mut out: Vec<Vec<u64>> = Vec::new();
+    for r in recs {
+        if r.instr_delta >= first_instrs || out.is_empty() {
+            out.push(Vec::new());
+        }
+        out.last_mut().unwrap().push(r.vaddr.0);
+    }
+    out
+}
+
 /// Each core's records, in order, with their positions in the merged stream.
 pub fn per_core(recs: &[Record]) -> std::collections::BTreeMap<u8, Vec<(usize, Record)>> {
     let mut by_core = std::collections::BTreeMap::<u8, Vec<(usize, Record)>>::new();

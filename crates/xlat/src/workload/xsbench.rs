@@ -410,14 +410,7 @@ mod tests {
     /// The lookups of a stream of one thread's records, as address lists: a lookup starts with
     /// the record that carries the 20 instructions of drawing its energy and material.
     fn lookups(recs: &[Record]) -> Vec<Vec<u64>> {
-        let mut out: Vec<Vec<u64>> = Vec::new();
-        for r in recs {
-            if r.instr_delta >= 20 || out.is_empty() {
-                out.push(Vec::new());
-            }
-            out.last_mut().unwrap().push(r.vaddr.0);
-        }
-        out
+        testutil::operations(recs, 20)
     }
 
     #[test]
