@@ -230,6 +230,10 @@ enum RowOutcome {
     Conflict,
 }
 
+/// Runs of a drain's writes to one bank longer than this are sorted by a library sort, not by
+/// insertion.
+const INSERTION_RUN: usize = 16;
+
 /// A write waiting in its channel's queue.
 #[derive(Clone, Copy, Debug)]
 struct QueuedWrite {
@@ -564,6 +568,11 @@ pub struct Dram {
     gaps: BurstGaps,
     write_high: usize,
     write_low: usize,
+    /// A drain's counts of writes by bank of its channel, one more than the channel's banks
+    /// (kept between drains so that a drain allocates nothing).
+    drain_runs: Vec<u32>,
+    /// The order a drain serves its writes in ([`Dram::order_drain`]).
+    drain_order: Vec<u16>,
     /// No request is issued before this cycle (every core's clock has passed it).
     floor: u64,
     stats: DramStats,
@@ -648,6 +657,8 @@ impl Dram {
             ],
             write_high: cfg.write_high as usize,
             write_low: cfg.write_low as usize,
+            drain_runs: vec![0; cfg.ranks as usize * cfg.banks as usize + 1],
+            drain_order: Vec::with_capacity(cfg.write_queue as usize),
             floor: 0,
             stats: DramStats::default(),
         }
@@ -801,8 +812,10 @@ impl Dram {
     fn drain(&mut self, ch: usize, now: u64) {
         let mut writes = std::mem::take(&mut self.channels[ch].writes);
         let n = writes.len() - self.write_low;
-        writes[..n].sort_unstable_by_key(|w| (w.bank, w.coord.row, w.at));
-        for w in &writes[..n] {
+        let mut order = std::mem::take(&mut self.drain_order);
+        self.order_drain(ch, &writes[..n], &mut order);
+        for &i in &order {
+            let w = &writes[i as usize];
             let (_, outcome, _) =
                 self.schedule(&w.coord, w.bank, now.max(w.at), true, Requester::Data);
             let s = &mut self.stats.writes;
@@ -816,6 +829,60 @@ impl Dram {
         self.stats.writes.drains += 1;
         writes.drain(..n);
         self.channels[ch].writes = writes;
+        self.drain_order = order;
+    }
+
+    /// The order in which a drain of `writes` (queued on channel `ch`) serves them, as indices
+    /// into `writes`: by bank, then row, then cycle queued. Writes alike in all three are
+    /// served alike, so their order among themselves does not matter. A counting pass over
+    /// the channel's banks places each write in its bank's run (a drain is a few dozen writes
+    /// over a few dozen banks: most runs hold one or two), and an insertion sort orders each
+    /// run by row and cycle: no write is moved, only its index.
+    fn order_drain(&mut self, ch: usize, writes: &[QueuedWrite], order: &mut Vec<u16>) {
+        let per_channel = self.drain_runs.len() - 1;
+        let first_bank = ch * per_channel;
+        let runs = &mut self.drain_runs;
+        runs.fill(0);
+        for w in writes {
+            runs[w.bank - first_bank + 1] += 1;
+        }
+        for b in 1..runs.len() {
+            runs[b] += runs[b - 1];
+        }
+        // `runs[b]` is now where bank `b`'s run begins; each write takes the next place in it.
+        order.clear();
+        order.resize(writes.len(), 0);
+        for (i, w) in writes.iter().enumerate() {
+            let at = &mut runs[w.bank - first_bank];
+            order[*at as usize] = i as u16;
+            *at += 1;
+        }
+        // Each bank's run, in queue order, sorted by (row, cycle); runs[b] is its end.
+        let key = |i: u16| {
+            let w = &writes[i as usize];
+            (w.coord.row, w.at)
+        };
+        let mut start = 0;
+        for &end in runs[..per_channel].iter() {
+            let end = end as usize;
+            if end - start > INSERTION_RUN {
+                // A long run (writes crowding one bank): no quadratic sort.
+                order[start..end].sort_unstable_by_key(|&i| key(i));
+                start = end;
+                continue;
+            }
+            for j in start + 1..end {
+                let i = order[j];
+                let k = key(i);
+                let mut p = j;
+                while p > start && key(order[p - 1]) > k {
+                    order[p] = order[p - 1];
+                    p -= 1;
+                }
+                order[p] = i;
+            }
+            start = end;
+        }
     }
 
     /// `x` moved past the refresh window of rank `rank` it falls in, if any.
