@@ -121,6 +121,12 @@ pub trait MmuScheme: Send + 'static {
     /// L2-level structure of its translations).
     const SIDE_HITS_FILL_L2: bool = false;
 
+    /// A translation the side paths or the walker made comes back from memory with the data
+    /// (SPARTA, Fig 3d: the request went to the partition by virtual address, and the data
+    /// read there follows the translation): the system then reads the data at memory and
+    /// puts it in the L1D, whose lookup it skips ([`Hierarchy::read_at_memory`]).
+    const DATA_WITH_TRANSLATION: bool = false;
+
     /// Side paths looked up in parallel with the L2 TLB, at cycle `now`, reading the tables
     /// of process `asid` from `tables` if they need to (a RestSeg walk reads its TAR and SF).
     /// `l2_hit` says whether the L2 TLB had the translation: a side path that the L2 TLB's
@@ -143,6 +149,23 @@ pub trait MmuScheme: Send + 'static {
         _shared: &mut Self::Shared,
     ) -> (Option<StageHit>, u64) {
         (None, 0)
+    }
+
+    /// The side paths' lookup of the access a page fault re-executes, at cycle `now`: by
+    /// default the same lookup as before the fault. A scheme whose side paths cannot have
+    /// gained the page during the fault (the handler fills no TLB) answers the miss without
+    /// probing, so that each access counts once; the latency is still paid.
+    #[allow(clippy::too_many_arguments)]
+    fn side_lookup_after_fault<P: PageTables<Table = Self::Table>>(
+        &mut self,
+        va: VirtAddr,
+        asid: u16,
+        now: u64,
+        tables: &P,
+        mem: &mut Hierarchy,
+        shared: &mut Self::Shared,
+    ) -> (Option<StageHit>, u64) {
+        self.side_lookup(va, asid, false, now, tables, mem, shared)
     }
 
     /// An L3 TLB level probed after the L2 TLB (and side paths) miss, before the walk.
@@ -752,7 +775,7 @@ impl<S: MmuScheme> Mmu<S> {
         // at `resume` either way, as it did before side paths existed.
         if let (Some(hit), latency) = self
             .scheme
-            .side_lookup(f.va, asid, false, resume, tables, mem, shared)
+            .side_lookup_after_fault(f.va, asid, resume, tables, mem, shared)
         {
             self.counters.translation_cycles += latency;
             self.fill_side_hit(f.va, asid, f.op, Found::Side, hit.pfn, hit.size);

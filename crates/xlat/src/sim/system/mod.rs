@@ -140,6 +140,9 @@ pub struct System<S: Scheme> {
     /// `sim.timing = "translation"`: every record runs as fast-forward's warming runs it
     /// (translated, faults handled, nothing timed), and is counted.
     translation_only: bool,
+    /// `cache.l1d.addressing = "virtual"`: an access whose line the L1D holds is served
+    /// before, and without, translation ([`System::virtual_hit`]).
+    virtual_l1d: bool,
     /// `[profile.tlb]`: the data references' pages, counted for many TLB geometries.
     profile: Option<TlbProfile>,
     /// The fast-forward's clock: each record starts when the one before it was translated
@@ -306,6 +309,7 @@ impl<S: Scheme> System<S> {
         Ok(System {
             mem,
             translation_only,
+            virtual_l1d: !cfg.cache.l1d.addressing.is_physical(),
             profile: TlbProfile::new(&cfg.profile.tlb),
             cores,
             shared,
@@ -413,6 +417,12 @@ impl<S: Scheme> System<S> {
         if self.verified >= self.inject_at {
             self.inject(rec);
         }
+        if let Some(data_latency) = self.virtual_hit(c, rec) {
+            let core = &mut self.cores[c].core;
+            core.complete_access(issue, data_latency, store);
+            self.instructions += core.instructions() - before;
+            return Ok(());
+        }
         let unit = &mut self.cores[c];
         let (t, faulted) = match unit.mmu.translate(
             rec.vaddr,
@@ -443,13 +453,53 @@ impl<S: Scheme> System<S> {
             }
         }
         let data_at = issue + t.latency;
-        let (data_latency, _) = self
-            .mem
-            .access(t.paddr, MemKind::DATA, store, data_at, Level::L1d);
+        let data_latency = self.data_access(&t, store, data_at);
         let core = &mut self.cores[c].core;
         core.complete_access(data_at, data_latency, store);
         self.instructions += core.instructions() - before;
         Ok(())
+    }
+
+    /// A virtual L1D's lookup of `rec` on core `c`, before translation: if the L1D holds its
+    /// line, the hit (counted) and its latency; the access then needs no translation at all.
+    /// `None` (nothing changed) if the L1D is physical, the page is unmapped, or the line is
+    /// not there.
+    ///
+    /// The virtual cache is modelled by the physical line the virtual line maps to: with its
+    /// set index inside the page offset (validated), the two pick the same set, and while a
+    /// page stays mapped, (address space, virtual line) and physical line name each other
+    /// one to one (no two processes share a page), so the cache holds and finds exactly the
+    /// lines a cache tagged by address space and virtual line would. When a mapping changes,
+    /// the lines of the old frame are no longer found by the page's virtual address: the
+    /// flush of the page's lines a virtual cache needs at an unmap or a migration.
+    #[inline(always)]
+    fn virtual_hit(&mut self, c: usize, rec: &Record) -> Option<u64> {
+        if !self.virtual_l1d {
+            return None;
+        }
+        let (pfn, size) = self.os.truth(rec.pid, rec.vaddr)?;
+        let paddr = crate::addr::translate(rec.vaddr, pfn, size);
+        let latency = self
+            .mem
+            .l1d_probe(c, paddr, MemKind::DATA, rec.op == Op::Store)?;
+        // Swapping by access time: the page was referenced now.
+        self.os.touch(Pfn(pfn.0 & !(size.base_pages() - 1)));
+        Some(latency)
+    }
+
+    /// The data access of translation `t` at cycle `at`: through the L1D, or, when the
+    /// scheme's memory-side translation brought the data with it
+    /// ([`MmuScheme::DATA_WITH_TRANSLATION`]), read at memory and put in the L1D. Returns
+    /// its latency.
+    #[inline(always)]
+    fn data_access(&mut self, t: &Translation, store: bool, at: u64) -> u64 {
+        let at_memory = matches!(t.found, Found::Side | Found::Walk | Found::Fault { .. });
+        if <S::Mmu as MmuScheme>::DATA_WITH_TRANSLATION && at_memory {
+            return self.mem.read_at_memory(t.paddr, MemKind::DATA, store, at);
+        }
+        self.mem
+            .access(t.paddr, MemKind::DATA, store, at, Level::L1d)
+            .0
     }
 
     /// [`System::step_on`] of `buf[i]` if it is on the page core `c`'s L1 TLB found last and
@@ -472,7 +522,8 @@ impl<S: Scheme> System<S> {
         if i == 0 || page(&buf[i - 1]) != page(rec) {
             return 0;
         }
-        if self.cfg.sim.verify || self.verified >= self.inject_at {
+        // A virtual L1D is looked up before the TLB: its hits must not count TLB hits.
+        if self.cfg.sim.verify || self.verified >= self.inject_at || self.virtual_l1d {
             return 0;
         }
         let unit = &mut self.cores[c];
