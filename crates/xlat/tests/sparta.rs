@@ -207,7 +207,12 @@ fn sparta_runs_faster_than_conventional_on_every_data_structure() {
 
 #[test]
 fn huge_pages_stay_in_their_partition() {
-    for preset in ["sparta-4-2m", "sparta-8-2m", "sparta-32-2m", "sparta-128-2m"] {
+    for preset in [
+        "sparta-4-2m",
+        "sparta-8-2m",
+        "sparta-32-2m",
+        "sparta-128-2m",
+    ] {
         let extra = ["sim.verify=true".to_string()];
         let s = run(cfg(preset, "bst-ext", 20_000, &extra));
         assert!(u(&s, "verify.translations_checked") >= u(&s, "core.memory_refs"));
@@ -313,7 +318,12 @@ fn a_virtual_cache_in_front_of_a_conventional_tlb() {
     // The baseline of Fig 10 (virtual caches everywhere): the accelerator's 128-entry TLB
     // is looked up only on a cache miss, and a cache hit makes no TLB lookup at all.
     let physical = run(cfg("accel-conventional", "bst-ext", 30_000, &[]));
-    let s = run(cfg("accel-conventional", "bst-ext", 30_000, &[VIRTUAL.into()]));
+    let s = run(cfg(
+        "accel-conventional",
+        "bst-ext",
+        30_000,
+        &[VIRTUAL.into()],
+    ));
     let misses = u(&s, DATA_MISSES);
     assert_eq!(u(&s, "mmu.l1tlb.accesses"), misses);
     assert!(u(&s, "mmu.l1tlb.accesses") < u(&physical, "mmu.l1tlb.accesses") / 2);

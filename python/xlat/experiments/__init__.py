@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     gandhi,
     mehpt,
     mosaic,
+    sparta_accel,
     utopia,
     utopia_components,
     utopia_eval,

@@ -112,7 +112,10 @@ impl crate::config::Validate for CacheHierarchyConfig {
         self.l1d.validate("cache.l1d")?;
         self.l2.validate("cache.l2")?;
         self.llc.validate("cache.llc")?;
-        for (path, c) in [("cache.l2.addressing", &self.l2), ("cache.llc.addressing", &self.llc)] {
+        for (path, c) in [
+            ("cache.l2.addressing", &self.l2),
+            ("cache.llc.addressing", &self.llc),
+        ] {
             if !c.addressing.is_physical() {
                 return Err(Error::config(
                     path,

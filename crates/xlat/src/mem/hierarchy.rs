@@ -397,12 +397,19 @@ impl Hierarchy {
     /// returned; otherwise `None`, nothing changed or counted, and the access must be
     /// translated and then [`Hierarchy::access`]ed. `None` in a translation-only run.
     #[inline]
-    pub fn l1d_probe(&mut self, core: usize, addr: PhysAddr, kind: MemKind, write: bool) -> Option<u64> {
+    pub fn l1d_probe(
+        &mut self,
+        core: usize,
+        addr: PhysAddr,
+        kind: MemKind,
+        write: bool,
+    ) -> Option<u64> {
         if self.timing == Timing::Untouched {
             return None;
         }
         let l1d = &mut self.private[core][0];
-        l1d.probe_hit(addr.line(), kind, write).then(|| l1d.latency())
+        l1d.probe_hit(addr.line(), kind, write)
+            .then(|| l1d.latency())
     }
 
     /// A data access whose translation was made at memory, at the partition holding `addr`
@@ -812,7 +819,11 @@ mod at_memory_tests {
         let a = PhysAddr(0x12340);
         assert_eq!(h.l1d_probe(0, a, MemKind::DATA, false), None);
         let s = h.snapshot(Level::L1d);
-        assert_eq!((s.hits, s.misses), (0, 0), "a probe that misses changes nothing");
+        assert_eq!(
+            (s.hits, s.misses),
+            (0, 0),
+            "a probe that misses changes nothing"
+        );
         h.access(a, MemKind::DATA, false, 0, Level::L1d);
         assert_eq!(h.l1d_probe(0, a, MemKind::DATA, true), Some(2));
         let s = h.snapshot(Level::L1d);
@@ -832,7 +843,10 @@ mod at_memory_tests {
         // A line that was not there is put there, dirty: the next access hits.
         let b = PhysAddr(0x9_0000);
         h.read_at_memory(b, MemKind::DATA, true, 20_000);
-        assert_eq!(h.access(b, MemKind::DATA, false, 30_000, Level::L1d), (2, Level::L1d));
+        assert_eq!(
+            h.access(b, MemKind::DATA, false, 30_000, Level::L1d),
+            (2, Level::L1d)
+        );
         assert_eq!(h.snapshot(Level::L1d).hits, 1);
     }
 }

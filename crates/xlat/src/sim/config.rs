@@ -412,8 +412,7 @@ impl Validate for SimConfig {
                 ));
             }
         }
-        if self.sim.timing == RunTiming::Translation && !self.cache.l1d.addressing.is_physical()
-        {
+        if self.sim.timing == RunTiming::Translation && !self.cache.l1d.addressing.is_physical() {
             return Err(Error::config(
                 "cache.l1d.addressing",
                 "\"virtual\" translates only the L1D's misses, and sim.timing = \"translation\" \
