@@ -336,8 +336,7 @@ fn a_virtual_cache_in_front_of_a_conventional_tlb() {
 fn virtual_addressing_is_refused_where_it_cannot_be_modelled() {
     let err = |extra: &[String]| {
         xlat::SimConfig::load("sparta-8", extra)
-            .err()
-            .expect("a config error")
+            .expect_err("a config error")
             .to_string()
     };
     let e = err(&["cache.l2.addressing=\"virtual\"".into()]);
@@ -384,8 +383,7 @@ fn partition_tables_must_fit_the_host() {
             "schemes.sparta.table_slots_per_frame=64".into(),
         ],
     )
-    .err()
-    .expect("a host-memory error")
+    .expect_err("a host-memory error")
     .to_string();
     assert!(e.contains("schemes.sparta.table_slots_per_frame"), "{e}");
     // The presets' 1/4 load factor fits at 128 GiB.
