@@ -181,6 +181,32 @@ def _bars(df: pd.DataFrame, title: str):
     )
 
 
+def _analysis(
+    df: pd.DataFrame, caption: str, title: str, systems: dict, values: dict[str, float]
+) -> Analysis:
+    """The figure of ``systems``' speed-ups, and the tables behind it: the speed-ups as
+    simulated and as the CPI model gives them, and the SPARTA systems' memory-side TLB misses
+    as a share of the conventional TLB's."""
+    sparta = [label for label in systems if label.startswith("SPARTA")]
+    misses = pd.DataFrame({label: [miss_share(df, label)] for label in sparta}, index=["share"])
+    return Analysis(
+        figures=[(caption, _bars(df, title))],
+        values=values,
+        tables=[
+            (
+                "Speed-ups over conventional 4K: simulated cycles and the paper's CPI model "
+                "(§6.3) evaluated on the same runs' counters.",
+                _side_by_side(df, tuple(systems)[1:]),
+            ),
+            (
+                "Memory-side TLB misses as a share of the conventional TLB's (average over "
+                "the structures).",
+                misses.reset_index(),
+            ),
+        ],
+    )
+
+
 def _analyse_fig9(df: pd.DataFrame) -> Analysis:
     sim, model = speedups(df), speedups(df, "model_cycles")
     eight = sim.get("SPARTA-8 8", pd.Series(dtype=float))
@@ -192,31 +218,14 @@ def _analyse_fig9(df: pd.DataFrame) -> Analysis:
         "fig9_sparta8_8entries_speedup_avg_cpi": _mean(model.get("SPARTA-8 8", pd.Series())),
         "fig9_sparta8_virtual_speedup_avg": _mean(sim.get("SPARTA-8 virtual", pd.Series())),
     }
-    misses = pd.DataFrame(
-        {label: [miss_share(df, label)] for label in FIG9_SPARTA}, index=["miss share"]
-    )
-    return Analysis(
-        figures=[
-            (
-                "Fig 9: SPARTA-8's speed-up over the conventional accelerators (128-entry TLB, "
-                "4 KiB pages) with a physical cache and 1-128 accelerator-side TLB entries, and "
-                "with a virtual cache and no accelerator-side TLB.",
-                _bars(df, "SPARTA-8: accelerator-side TLB entries (physical cache) and virtual"),
-            )
-        ],
-        values=values,
-        tables=[
-            (
-                "Speed-ups over conventional 4K: simulated cycles and the paper's CPI model "
-                "(§6.3) evaluated on the same runs' counters.",
-                _side_by_side(df, tuple(FIG9_SYSTEMS)[1:]),
-            ),
-            (
-                "Memory-side TLB misses as a share of the conventional TLB's (average over "
-                "the structures).",
-                misses.reset_index(),
-            ),
-        ],
+    return _analysis(
+        df,
+        "Fig 9: SPARTA-8's speed-up over the conventional accelerators (128-entry TLB, 4 KiB "
+        "pages) with a physical cache and 1-128 accelerator-side TLB entries, and with a "
+        "virtual cache and no accelerator-side TLB.",
+        "SPARTA-8: accelerator-side TLB entries (physical cache) and virtual",
+        FIG9_SYSTEMS,
+        values,
     )
 
 
@@ -240,31 +249,14 @@ def _analyse_fig10(df: pd.DataFrame) -> Analysis:
                 )
             else:
                 values[f"fig10_{key}_of_ideal{suffix}"] = math.nan
-    misses = pd.DataFrame(
-        {label: [miss_share(df, label)] for label in FIG10_SPARTA}, index=["miss share"]
-    )
-    return Analysis(
-        figures=[
-            (
-                "Fig 10: speed-ups over conventional 4K of conventional 2M, SPARTA-8 and "
-                "SPARTA-32 (4 KiB and 2 MiB pages), idealised DIPTA and the ideal system; "
-                "every accelerator has a 16 KB 4-way virtual cache.",
-                _bars(df, "Speed-up over conventional 4K (virtual caches)"),
-            )
-        ],
-        values=values,
-        tables=[
-            (
-                "Speed-ups over conventional 4K: simulated cycles and the paper's CPI model "
-                "(§6.3) evaluated on the same runs' counters.",
-                _side_by_side(df, tuple(FIG10_SYSTEMS)[1:]),
-            ),
-            (
-                "Memory-side TLB misses as a share of the conventional TLB's (average over "
-                "the structures).",
-                misses.reset_index(),
-            ),
-        ],
+    return _analysis(
+        df,
+        "Fig 10: speed-ups over conventional 4K of conventional 2M, SPARTA-8 and SPARTA-32 "
+        "(4 KiB and 2 MiB pages), idealised DIPTA and the ideal system; every accelerator has "
+        "a 16 KB 4-way virtual cache.",
+        "Speed-up over conventional 4K (virtual caches)",
+        FIG10_SYSTEMS,
+        values,
     )
 
 
