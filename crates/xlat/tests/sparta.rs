@@ -389,3 +389,40 @@ fn partition_tables_must_fit_the_host() {
     // The presets' 1/4 load factor fits at 128 GiB.
     xlat::SimConfig::load("sparta-128", &[format!("os.physmem.bytes={}", 128 * GIB)]).unwrap();
 }
+
+#[test]
+fn accelerators_queue_at_a_shared_iommu() {
+    // §4.1: accelerators ask the IOMMU to walk. Four accelerators on four sockets, each
+    // with its own walker, against one IOMMU walker on socket 0 that they share: its walks
+    // queue, and the requests from the other sockets travel to it and back.
+    let extra = |sharing: &str| {
+        vec![
+            "sim.cores=4".to_string(),
+            "workload.threads=4".into(),
+            format!("workload.table_bytes={}", 256 * MIB),
+            "mmu.walkers=1".into(),
+            format!("mmu.walker_sharing=\"{sharing}\""),
+            "sim.verify=true".into(),
+        ]
+    };
+    let private = run(cfg("accel-conventional", "gups", 40_000, &extra("core")));
+    let iommu = run(cfg("accel-conventional", "gups", 40_000, &extra("system")));
+    assert_eq!(u(&private, "mmu.walks"), u(&iommu, "mmu.walks"));
+    let queued = |s: &serde_json::Value| u(s, "mmu.walker_queue_cycles");
+    assert!(
+        queued(&iommu) > 10 * queued(&private).max(1),
+        "{} vs {}",
+        queued(&iommu),
+        queued(&private)
+    );
+    assert!(u(&iommu, "core.cycles") > u(&private, "core.cycles"));
+    assert!(u(&iommu, "mmu.translation_cycles") > u(&private, "mmu.translation_cycles"));
+    // One IOMMU per socket: each accelerator here is alone on its socket, so nothing queues
+    // beyond what its own walker did; the request crosses its own socket to the IOMMU.
+    let per_socket = run(cfg("accel-conventional", "gups", 40_000, &extra("socket")));
+    assert_eq!(queued(&per_socket), queued(&private));
+    // The preset, and the default left out of the resolved config.
+    xlat::SimConfig::load("accel-iommu", &[]).unwrap();
+    let text = cfg("accel-conventional", "gups", 1000, &[]).to_toml();
+    assert!(!text.contains("walker_sharing"), "{text}");
+}

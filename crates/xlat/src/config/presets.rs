@@ -37,6 +37,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         include_str!("../../../../python/xlat/presets/dipta.toml"),
     ),
     (
+        "accel-iommu",
+        include_str!("../../../../python/xlat/presets/accel-iommu.toml"),
+    ),
+    (
         "accel-conventional-2m",
         include_str!("../../../../python/xlat/presets/accel-conventional-2m.toml"),
     ),

@@ -448,6 +448,9 @@ pub struct Mmu<S: MmuScheme> {
     l2: TlbLevel,
     scheme: S,
     walker_free_at: Vec<u64>,
+    /// Cycles one way from the core to its walkers: 0 for its own; the way to an IOMMU
+    /// (`mmu.walker_sharing`), which the request and the reply both travel.
+    walk_trip: u64,
     entry: Level,
     plan: WalkPlan,
     pub counters: MmuCounters,
@@ -476,6 +479,7 @@ impl<S: MmuScheme> Mmu<S> {
             l2: TlbLevel::new(&cfg.l2tlb),
             scheme,
             walker_free_at: vec![0; cfg.walkers as usize],
+            walk_trip: 0,
             entry: cfg.walker_entry.level(),
             plan: WalkPlan::default(),
             counters: MmuCounters::default(),
@@ -486,6 +490,17 @@ impl<S: MmuScheme> Mmu<S> {
 
     pub fn scheme(&self) -> &S {
         &self.scheme
+    }
+
+    /// Walk at walkers `trip` cycles away (an IOMMU's, `mmu.walker_sharing`).
+    pub fn set_walk_trip(&mut self, trip: u64) {
+        self.walk_trip = trip;
+    }
+
+    /// Exchange the walkers' busy-until cycles with `walkers`: a system whose cores share an
+    /// IOMMU's walkers lends them to the core it steps, and takes them back after.
+    pub fn swap_walkers(&mut self, walkers: &mut Vec<u64>) {
+        std::mem::swap(&mut self.walker_free_at, walkers);
     }
 
     fn l1_of(&mut self, op: Op) -> &mut TlbLevel {
@@ -622,14 +637,17 @@ impl<S: MmuScheme> Mmu<S> {
             .enumerate()
             .min_by_key(|(_, &t)| t)
             .expect("at least one walker (validated)");
-        let ready = now + latency;
+        // The request reaches the walkers (an IOMMU's may be a trip away), waits for one,
+        // and the reply travels back.
+        let trip = self.walk_trip;
+        let ready = now + latency + trip;
         let start = ready.max(free_at);
         self.counters.walker_queue_cycles += start - ready;
         let table = tables.table(pid)?;
         let dram_before = self.walk_refs.by_level[Level::Dram as usize];
         let (found, end) = self.walk_once(va, asid, table, tables, start, mem);
-        // Walk or failed walk (a fault's handler is not counted): until the walk ended.
-        self.counters.translation_cycles += end - (now + l1_latency);
+        // Walk or failed walk (a fault's handler is not counted): until the reply is back.
+        self.counters.translation_cycles += end + trip - (now + l1_latency);
         match found {
             Some((pfn, size)) => {
                 if S::NOTES_WALKS {
@@ -654,7 +672,7 @@ impl<S: MmuScheme> Mmu<S> {
                 Ok(Outcome::Done(Translation {
                     paddr: translate(va, pfn, size),
                     size,
-                    latency: latency + (end - ready),
+                    latency: end + trip - now,
                     found: Found::Walk,
                 }))
             }
@@ -664,7 +682,7 @@ impl<S: MmuScheme> Mmu<S> {
                 op,
                 issued: now,
                 slot,
-                walked: end,
+                walked: end + trip,
                 before_walk: latency,
                 host: self.plan.host_fault,
             })),
@@ -787,14 +805,15 @@ impl<S: MmuScheme> Mmu<S> {
             });
         }
         let table = tables.table(f.pid)?;
-        let (found, end) = self.walk_once(f.va, asid, table, tables, resume, mem);
-        self.counters.translation_cycles += end - resume;
+        let trip = self.walk_trip;
+        let (found, end) = self.walk_once(f.va, asid, table, tables, resume + trip, mem);
+        self.counters.translation_cycles += end + trip - resume;
         let mapping = found.ok_or_else(fail)?;
         Ok(self.fault_walked(
             &f,
             mapping,
             (table, tables.store()),
-            end,
+            (end, trip),
             Found::Fault { resume },
             mem,
             shared,
@@ -802,14 +821,15 @@ impl<S: MmuScheme> Mmu<S> {
     }
 
     /// The translation of fault `f`, which a walk ending at `end` found mapped to
-    /// `(pfn, size)`: its walker is busy until then and the TLBs take the mapping.
+    /// `(pfn, size)`: its walker is busy until then and the TLBs take the mapping; the reply
+    /// reaches the core `back` cycles later.
     #[allow(clippy::too_many_arguments)]
     fn fault_walked(
         &mut self,
         f: &FaultRequest,
         (pfn, size): (Pfn, PageSize),
         table: (&S::Table, &PtStore),
-        end: u64,
+        (end, back): (u64, u64),
         found: Found,
         mem: &mut Hierarchy,
         shared: &mut S::Shared,
@@ -828,7 +848,7 @@ impl<S: MmuScheme> Mmu<S> {
         Translation {
             paddr: translate(f.va, pfn, size),
             size,
-            latency: end - f.issued,
+            latency: end + back - f.issued,
             found,
         }
     }
@@ -874,7 +894,7 @@ impl<S: MmuScheme> Mmu<S> {
             &f,
             (pfn, size),
             (table, tables.store()),
-            end,
+            (end, 0),
             Found::Walk,
             mem,
             shared,

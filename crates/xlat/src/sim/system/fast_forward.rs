@@ -241,7 +241,8 @@ impl<S: Scheme> System<S> {
             self.ff_clock = now + 1;
             return Ok(());
         }
-        let (t, faulted) = match self.cores[c].mmu.translate(
+        self.lend_walkers(c);
+        let outcome = self.cores[c].mmu.translate(
             rec.vaddr,
             rec.pid,
             rec.op,
@@ -249,11 +250,16 @@ impl<S: Scheme> System<S> {
             &self.os,
             &mut self.mem,
             &mut self.shared,
-        )? {
+        )?;
+        let (t, faulted) = match outcome {
             Outcome::Done(t) => (t, false),
             Outcome::Fault(f) if faults => (self.fault(c, f)?, true),
-            Outcome::Fault(_) => return Ok(()),
+            Outcome::Fault(_) => {
+                self.lend_walkers(c);
+                return Ok(());
+            }
         };
+        self.lend_walkers(c);
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
         }

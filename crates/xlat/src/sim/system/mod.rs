@@ -143,6 +143,10 @@ pub struct System<S: Scheme> {
     /// `cache.l1d.addressing = "virtual"`: an access whose line the L1D holds is served
     /// before, and without, translation ([`System::virtual_hit`]).
     virtual_l1d: bool,
+    /// `mmu.walker_sharing` other than `core`: the IOMMUs' walkers (busy-until cycles), and
+    /// each core's IOMMU; empty when every core walks with its own walkers.
+    iommus: Vec<Vec<u64>>,
+    iommu_of_core: Vec<usize>,
     /// `[profile.tlb]`: the data references' pages, counted for many TLB geometries.
     profile: Option<TlbProfile>,
     /// The fast-forward's clock: each record starts when the one before it was translated
@@ -206,6 +210,39 @@ impl<T: crate::pt::PageTable> PageTables for Os<T> {
 #[inline]
 fn page_frame(t: &Translation) -> Pfn {
     Pfn(t.paddr.pfn().0 & !(t.size.base_pages() - 1))
+}
+
+/// The IOMMUs of `mmu.walker_sharing` for `n` cores: each one's walkers (all free), each
+/// core's IOMMU, and each core's cycles one way to it (an IOMMU sits on its socket, or on
+/// socket 0 for the whole system). All empty when each core has its own walkers.
+fn iommus(cfg: &SimConfig, n: usize) -> (Vec<Vec<u64>>, Vec<usize>, Vec<u64>) {
+    use crate::mmu::config::WalkerSharing;
+    let sharing = cfg.mmu.walker_sharing;
+    if sharing == WalkerSharing::Core {
+        return (Vec::new(), Vec::new(), Vec::new());
+    }
+    let topology = (!cfg.topology.is_flat())
+        .then(|| Topology::new(&cfg.topology, cfg.dram.channels, cfg.core.frequency_ghz));
+    let socket = |c: usize| topology.as_ref().map_or(0, |t| t.socket_of_core(c));
+    let sockets = topology.as_ref().map_or(1, Topology::sockets) as usize;
+    let (count, of_core): (usize, Vec<usize>) = match sharing {
+        WalkerSharing::Socket => (sockets, (0..n).map(|c| socket(c) as usize).collect()),
+        _ => (1, vec![0; n]),
+    };
+    let trips = (0..n)
+        .map(|c| {
+            let home = if sharing == WalkerSharing::Socket {
+                socket(c)
+            } else {
+                0
+            };
+            topology
+                .as_ref()
+                .map_or(0, |t| t.socket_one_way(socket(c), home))
+        })
+        .collect();
+    let walkers = vec![vec![0; cfg.mmu.walkers as usize]; count];
+    (walkers, of_core, trips)
 }
 
 fn build_ctx(cfg: &SimConfig) -> BuildCtx<'_> {
@@ -284,11 +321,14 @@ impl<S: Scheme> System<S> {
             ));
         }
         let shared = S::shared(&ctx, &mut os.buddy)?;
+        let (iommus, iommu_of_core, trips) = iommus(&cfg, n);
         let mut cores = Vec::with_capacity(n);
-        for _ in 0..n {
+        for c in 0..n {
+            let mut mmu = Mmu::new(&cfg.mmu, S::mmu(&ctx)?);
+            mmu.set_walk_trip(trips.get(c).copied().unwrap_or(0));
             cores.push(CoreUnit {
                 core: Core::new(&cfg.core),
-                mmu: Mmu::new(&cfg.mmu, S::mmu(&ctx)?),
+                mmu,
                 queue: VecDeque::new(),
                 ran: Vec::new(),
                 base_instructions: 0,
@@ -310,6 +350,8 @@ impl<S: Scheme> System<S> {
             mem,
             translation_only,
             virtual_l1d: !cfg.cache.l1d.addressing.is_physical(),
+            iommus,
+            iommu_of_core,
             profile: TlbProfile::new(&cfg.profile.tlb),
             cores,
             shared,
@@ -423,6 +465,7 @@ impl<S: Scheme> System<S> {
             self.instructions += core.instructions() - before;
             return Ok(());
         }
+        self.lend_walkers(c);
         let unit = &mut self.cores[c];
         let (t, faulted) = match unit.mmu.translate(
             rec.vaddr,
@@ -436,6 +479,7 @@ impl<S: Scheme> System<S> {
             Outcome::Done(t) => (t, false),
             Outcome::Fault(f) => (self.fault(c, f)?, true),
         };
+        self.lend_walkers(c);
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
         }
@@ -485,6 +529,15 @@ impl<S: Scheme> System<S> {
         // Swapping by access time: the page was referenced now.
         self.os.touch(Pfn(pfn.0 & !(size.base_pages() - 1)));
         Some(latency)
+    }
+
+    /// Exchange core `c`'s walkers with its IOMMU's (`mmu.walker_sharing`): called before
+    /// and after its translation, it lends the shared walkers to the core for that time.
+    #[inline(always)]
+    fn lend_walkers(&mut self, c: usize) {
+        if let Some(&i) = self.iommu_of_core.get(c) {
+            self.cores[c].mmu.swap_walkers(&mut self.iommus[i]);
+        }
     }
 
     /// The data access of translation `t` at cycle `at`: through the L1D, or, when the
