@@ -69,20 +69,18 @@ def test_fig10_sparta_beats_conventional_on_every_structure(tiny_reproduction) -
     assert outcome.direction_holds, outcome.direction
 
 
-def test_fig9_without_partitions_loses_its_direction(tiny_mechanism_off) -> None:
-    off = tiny_mechanism_off(
-        "sparta-fig9", {label: ONE_PARTITION for label in sparta_accel.FIG9_SPARTA}
-    )
+@pytest.mark.parametrize(
+    ("reproduction_id", "systems", "label"),
+    [
+        ("sparta-fig9", sparta_accel.FIG9_SPARTA, "SPARTA-8 8"),
+        ("sparta-fig10", sparta_accel.FIG10_SPARTA, "SPARTA-8 4K"),
+    ],
+)
+def test_without_partitions_the_direction_is_lost(
+    tiny_mechanism_off, reproduction_id: str, systems: tuple[str, ...], label: str
+) -> None:
+    off = tiny_mechanism_off(reproduction_id, {system: ONE_PARTITION for system in systems})
     assert not off.direction_holds, off.direction
     # One memory-side TLB of 128 entries misses about as often as the conventional one.
-    share = sparta_accel.miss_share(off.results, "SPARTA-8 8")
-    assert share > sparta_accel.FEWER_MISSES, share
-
-
-def test_fig10_without_partitions_loses_its_direction(tiny_mechanism_off) -> None:
-    off = tiny_mechanism_off(
-        "sparta-fig10", {label: ONE_PARTITION for label in sparta_accel.FIG10_SPARTA}
-    )
-    assert not off.direction_holds, off.direction
-    share = sparta_accel.miss_share(off.results, "SPARTA-8 4K")
+    share = sparta_accel.miss_share(off.results, label)
     assert share > sparta_accel.FEWER_MISSES, share
