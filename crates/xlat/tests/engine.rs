@@ -227,6 +227,7 @@ fn cache_misses_match_lru_reference_models() {
             latency: 1,
             replacement: Replacement::Lru,
             mshrs: None,
+            addressing: Default::default(),
         });
         let mut model = LruModel::new(sets, ways as usize);
         for &line in &trace {

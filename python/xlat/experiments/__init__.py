@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     mehpt,
     mosaic,
     sparta,
+    sparta_accel,
     utopia,
     utopia_components,
     utopia_eval,

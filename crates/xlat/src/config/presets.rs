@@ -37,6 +37,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         include_str!("../../../../python/xlat/presets/dipta.toml"),
     ),
     (
+        "accel-iommu",
+        include_str!("../../../../python/xlat/presets/accel-iommu.toml"),
+    ),
+    (
         "accel-conventional-2m",
         include_str!("../../../../python/xlat/presets/accel-conventional-2m.toml"),
     ),
@@ -45,8 +49,16 @@ pub const PRESETS: &[(&str, &str)] = &[
         include_str!("../../../../python/xlat/presets/sparta-8-2m.toml"),
     ),
     (
+        "sparta-4-2m",
+        include_str!("../../../../python/xlat/presets/sparta-4-2m.toml"),
+    ),
+    (
         "sparta-32-2m",
         include_str!("../../../../python/xlat/presets/sparta-32-2m.toml"),
+    ),
+    (
+        "sparta-128-2m",
+        include_str!("../../../../python/xlat/presets/sparta-128-2m.toml"),
     ),
     (
         "baseline-radix",

@@ -22,6 +22,29 @@ pub struct CacheConfig {
     /// Only the L1D's are modelled, and it must give them (`cache.l1d.mshrs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mshrs: Option<u32>,
+    /// How the cache is looked up (`cache.l1d.addressing`): by the physical address after
+    /// translation (the default, left out of the resolved config), or by the virtual address
+    /// before it, so that a hit needs no translation (SPARTA §4.3). Only an L1D may be virtual.
+    #[serde(default, skip_serializing_if = "Addressing::is_physical")]
+    pub addressing: Addressing,
+}
+
+/// How a cache is looked up: `cache.l1d.addressing`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Addressing {
+    /// By physical address: every access is translated first.
+    #[default]
+    Physical,
+    /// By virtual address, with the address space in the tag: a hit needs no translation;
+    /// a miss is translated on its way to memory (docs/concepts.md, "virtual caches").
+    Virtual,
+}
+
+impl Addressing {
+    pub fn is_physical(&self) -> bool {
+        *self == Addressing::Physical
+    }
 }
 
 impl CacheConfig {
@@ -89,6 +112,35 @@ impl crate::config::Validate for CacheHierarchyConfig {
         self.l1d.validate("cache.l1d")?;
         self.l2.validate("cache.l2")?;
         self.llc.validate("cache.llc")?;
+        for (path, c) in [
+            ("cache.l2.addressing", &self.l2),
+            ("cache.llc.addressing", &self.llc),
+        ] {
+            if !c.addressing.is_physical() {
+                return Err(Error::config(
+                    path,
+                    "only the L1D may be virtually addressed (cache.l1d.addressing): the \
+                     levels below it are reached after translation",
+                ));
+            }
+        }
+        // A virtual L1D is modelled by the physical line its virtual line maps to (see
+        // `Cache::probe_hit`): the two pick the same set only if the set index lies in the
+        // page offset.
+        if !self.l1d.addressing.is_physical()
+            && self.l1d.sets() * crate::addr::LINE_BYTES > 1 << crate::addr::BASE_PAGE_SHIFT
+        {
+            return Err(Error::config(
+                "cache.l1d.addressing",
+                format!(
+                    "a virtual L1D must index its sets within the 4 KiB page offset (sets x 64 \
+                     bytes <= 4096), got {} sets of cache.l1d.size = {} bytes, {} ways",
+                    self.l1d.sets(),
+                    self.l1d.size,
+                    self.l1d.ways
+                ),
+            ));
+        }
         match self.l1d.mshrs {
             None => {
                 return Err(Error::config(
@@ -208,6 +260,50 @@ impl Cache {
                 Lookup::MissEvictedDirty(victim_line)
             }
             _ => Lookup::Miss,
+        }
+    }
+
+    /// [`Cache::access`] if the cache holds `line` (a hit, counted as `access` counts it);
+    /// otherwise nothing is changed or counted and it returns false. A virtual L1D's lookup
+    /// before translation: only a miss goes on to be translated, and then to
+    /// [`Cache::access`], which counts the miss.
+    #[inline]
+    pub fn probe_hit(&mut self, line: u64, kind: MemKind, write: bool) -> bool {
+        if self.access_recent(line, kind, write) {
+            return true;
+        }
+        let set = self.array.set_of(line);
+        match self.array.probe(set, line) {
+            Ok(b) => {
+                Self::hits(&mut self.stats, b, kind, write, 1);
+                self.remember(line);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Put `line`, which memory sent without this cache being searched for it, into the
+    /// cache: counted as a miss (the access was served from below). If the cache held the
+    /// line already, its copy stays (made dirty by a write). Returns the dirty victim the
+    /// fill evicted, which the caller writes back.
+    pub fn install(&mut self, line: u64, kind: MemKind, write: bool) -> Option<u64> {
+        self.stats.by_kind[kind.index()].misses += 1;
+        let set = self.array.set_of(line);
+        let vacancy = match self.array.probe(set, line) {
+            Ok(b) => {
+                b.dirty |= write;
+                b.kind = kind;
+                return None;
+            }
+            Err(vacancy) => vacancy,
+        };
+        match self.array.fill(vacancy, line, Block { kind, dirty: write }) {
+            Some((victim_line, victim)) if victim.dirty => {
+                self.stats.writebacks += 1;
+                Some(victim_line)
+            }
+            _ => None,
         }
     }
 

@@ -391,6 +391,45 @@ impl Hierarchy {
         done
     }
 
+    /// The lookup of a virtual L1D (`cache.l1d.addressing = "virtual"`) by core `core`,
+    /// before any translation: if its L1D holds the line of `addr` (the physical address the
+    /// virtual one maps to: see [`Cache::probe_hit`]), the hit is counted and its latency
+    /// returned; otherwise `None`, nothing changed or counted, and the access must be
+    /// translated and then [`Hierarchy::access`]ed. `None` in a translation-only run.
+    #[inline]
+    pub fn l1d_probe(
+        &mut self,
+        core: usize,
+        addr: PhysAddr,
+        kind: MemKind,
+        write: bool,
+    ) -> Option<u64> {
+        if self.timing == Timing::Untouched {
+            return None;
+        }
+        let l1d = &mut self.private[core][0];
+        l1d.probe_hit(addr.line(), kind, write)
+            .then(|| l1d.latency())
+    }
+
+    /// A data access whose translation was made at memory, at the partition holding `addr`
+    /// (SPARTA, Fig 3d): the request went there by virtual address, and the data comes back
+    /// from that partition's DRAM with the translation, the core's caches not searched (it
+    /// could not look up a physical cache before knowing the physical address). The way to
+    /// the channel and back, the DRAM read at cycle `now`, and the line put into the L1D
+    /// (an L1D miss, [`Cache::install`]). Returns the latency.
+    pub fn read_at_memory(&mut self, addr: PhysAddr, kind: MemKind, write: bool, now: u64) -> u64 {
+        if self.timing == Timing::Untouched {
+            return 0;
+        }
+        let (latency, _) = self.beyond_l1d(addr, kind, now, Level::Dram, 0, Level::Dram);
+        if let Some(victim) = self.private[self.core][0].install(addr.line(), kind, write) {
+            self.private[self.core][1].prefetch_set(victim);
+            self.write_back([Some(victim), None, None], now + latency);
+        }
+        latency
+    }
+
     /// [`Hierarchy::access`] by core `core` of a line its L1D found recently (a stream's next
     /// word): the hit counted, its latency. `None` (nothing changed) says only that it must
     /// `access`.
@@ -552,6 +591,7 @@ mod tests {
             latency,
             replacement: Replacement::Lru,
             mshrs,
+            addressing: Default::default(),
         }
     }
 
@@ -757,5 +797,56 @@ mod tests {
             h.access(PhysAddr((i + 8) << 20), MemKind::DATA, false, 0, Level::L2);
         }
         assert_eq!(h.mshr_stats.waits, 0);
+    }
+}
+
+#[cfg(test)]
+mod at_memory_tests {
+    //! The L1D lookups of SPARTA's accelerators: a virtual L1D's probe before translation,
+    //! and data that comes back from memory with a memory-side translation.
+    use super::*;
+    use crate::addr::PhysAddr;
+
+    fn one_core() -> Hierarchy {
+        let cfg: crate::sim::SimConfig =
+            crate::sim::SimConfig::load("accel-conventional", &[]).expect("preset");
+        Hierarchy::new(&cfg.cache, &cfg.dram, cfg.core.frequency_ghz, 1)
+    }
+
+    #[test]
+    fn a_probe_counts_only_its_hits() {
+        let mut h = one_core();
+        let a = PhysAddr(0x12340);
+        assert_eq!(h.l1d_probe(0, a, MemKind::DATA, false), None);
+        let s = h.snapshot(Level::L1d);
+        assert_eq!(
+            (s.hits, s.misses),
+            (0, 0),
+            "a probe that misses changes nothing"
+        );
+        h.access(a, MemKind::DATA, false, 0, Level::L1d);
+        assert_eq!(h.l1d_probe(0, a, MemKind::DATA, true), Some(2));
+        let s = h.snapshot(Level::L1d);
+        assert_eq!((s.hits, s.misses), (1, 1));
+    }
+
+    #[test]
+    fn data_read_at_memory_skips_the_l1d_and_fills_it() {
+        let mut h = one_core();
+        let a = PhysAddr(0x12340);
+        // The line is in the L1D, but the access cannot look it up: it pays DRAM.
+        h.access(a, MemKind::DATA, false, 0, Level::L1d);
+        let latency = h.read_at_memory(a, MemKind::DATA, true, 10_000);
+        assert!(latency > 20, "{latency} cycles");
+        let s = h.snapshot(Level::L1d);
+        assert_eq!((s.hits, s.misses), (0, 2));
+        // A line that was not there is put there, dirty: the next access hits.
+        let b = PhysAddr(0x9_0000);
+        h.read_at_memory(b, MemKind::DATA, true, 20_000);
+        assert_eq!(
+            h.access(b, MemKind::DATA, false, 30_000, Level::L1d),
+            (2, Level::L1d)
+        );
+        assert_eq!(h.snapshot(Level::L1d).hits, 1);
     }
 }

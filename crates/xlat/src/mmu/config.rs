@@ -90,6 +90,30 @@ pub struct MmuConfig {
     pub l1tlb: BTreeMap<String, TlbConfig>,
     /// L2 TLBs, by name (e.g. `unified`), probed in parallel after an L1 miss.
     pub l2tlb: BTreeMap<String, TlbConfig>,
+    /// Whose walkers a core's walks use (`mmu.walker_sharing`): its own (the default, left
+    /// out of the resolved config), or an IOMMU's, shared by the cores of a socket or of the
+    /// whole system.
+    #[serde(default, skip_serializing_if = "WalkerSharing::is_core")]
+    pub walker_sharing: WalkerSharing,
+}
+
+/// `mmu.walker_sharing`: where the page walkers are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WalkerSharing {
+    /// `mmu.walkers` walkers in each core's MMU.
+    #[default]
+    Core,
+    /// An IOMMU on each socket with `mmu.walkers` walkers, shared by the socket's cores.
+    Socket,
+    /// One IOMMU, on socket 0, with `mmu.walkers` walkers, shared by every core.
+    System,
+}
+
+impl WalkerSharing {
+    pub fn is_core(&self) -> bool {
+        *self == WalkerSharing::Core
+    }
 }
 
 impl Validate for MmuConfig {

@@ -121,6 +121,12 @@ pub trait MmuScheme: Send + 'static {
     /// L2-level structure of its translations).
     const SIDE_HITS_FILL_L2: bool = false;
 
+    /// A translation the side paths or the walker made comes back from memory with the data
+    /// (SPARTA, Fig 3d: the request went to the partition by virtual address, and the data
+    /// read there follows the translation): the system then reads the data at memory and
+    /// puts it in the L1D, whose lookup it skips ([`Hierarchy::read_at_memory`]).
+    const DATA_WITH_TRANSLATION: bool = false;
+
     /// Side paths looked up in parallel with the L2 TLB, at cycle `now`, reading the tables
     /// of process `asid` from `tables` if they need to (a RestSeg walk reads its TAR and SF).
     /// `l2_hit` says whether the L2 TLB had the translation: a side path that the L2 TLB's
@@ -143,6 +149,23 @@ pub trait MmuScheme: Send + 'static {
         _shared: &mut Self::Shared,
     ) -> (Option<StageHit>, u64) {
         (None, 0)
+    }
+
+    /// The side paths' lookup of the access a page fault re-executes, at cycle `now`: by
+    /// default the same lookup as before the fault. A scheme whose side paths cannot have
+    /// gained the page during the fault (the handler fills no TLB) answers the miss without
+    /// probing, so that each access counts once; the latency is still paid.
+    #[allow(clippy::too_many_arguments)]
+    fn side_lookup_after_fault<P: PageTables<Table = Self::Table>>(
+        &mut self,
+        va: VirtAddr,
+        asid: u16,
+        now: u64,
+        tables: &P,
+        mem: &mut Hierarchy,
+        shared: &mut Self::Shared,
+    ) -> (Option<StageHit>, u64) {
+        self.side_lookup(va, asid, false, now, tables, mem, shared)
     }
 
     /// An L3 TLB level probed after the L2 TLB (and side paths) miss, before the walk.
@@ -425,6 +448,9 @@ pub struct Mmu<S: MmuScheme> {
     l2: TlbLevel,
     scheme: S,
     walker_free_at: Vec<u64>,
+    /// Cycles one way from the core to its walkers: 0 for its own; the way to an IOMMU
+    /// (`mmu.walker_sharing`), which the request and the reply both travel.
+    walk_trip: u64,
     entry: Level,
     plan: WalkPlan,
     pub counters: MmuCounters,
@@ -453,6 +479,7 @@ impl<S: MmuScheme> Mmu<S> {
             l2: TlbLevel::new(&cfg.l2tlb),
             scheme,
             walker_free_at: vec![0; cfg.walkers as usize],
+            walk_trip: 0,
             entry: cfg.walker_entry.level(),
             plan: WalkPlan::default(),
             counters: MmuCounters::default(),
@@ -463,6 +490,17 @@ impl<S: MmuScheme> Mmu<S> {
 
     pub fn scheme(&self) -> &S {
         &self.scheme
+    }
+
+    /// Walk at walkers `trip` cycles away (an IOMMU's, `mmu.walker_sharing`).
+    pub fn set_walk_trip(&mut self, trip: u64) {
+        self.walk_trip = trip;
+    }
+
+    /// Exchange the walkers' busy-until cycles with `walkers`: a system whose cores share an
+    /// IOMMU's walkers lends them to the core it steps, and takes them back after.
+    pub fn swap_walkers(&mut self, walkers: &mut Vec<u64>) {
+        std::mem::swap(&mut self.walker_free_at, walkers);
     }
 
     fn l1_of(&mut self, op: Op) -> &mut TlbLevel {
@@ -599,14 +637,17 @@ impl<S: MmuScheme> Mmu<S> {
             .enumerate()
             .min_by_key(|(_, &t)| t)
             .expect("at least one walker (validated)");
-        let ready = now + latency;
+        // The request reaches the walkers (an IOMMU's may be a trip away), waits for one,
+        // and the reply travels back.
+        let trip = self.walk_trip;
+        let ready = now + latency + trip;
         let start = ready.max(free_at);
         self.counters.walker_queue_cycles += start - ready;
         let table = tables.table(pid)?;
         let dram_before = self.walk_refs.by_level[Level::Dram as usize];
         let (found, end) = self.walk_once(va, asid, table, tables, start, mem);
-        // Walk or failed walk (a fault's handler is not counted): until the walk ended.
-        self.counters.translation_cycles += end - (now + l1_latency);
+        // Walk or failed walk (a fault's handler is not counted): until the reply is back.
+        self.counters.translation_cycles += end + trip - (now + l1_latency);
         match found {
             Some((pfn, size)) => {
                 if S::NOTES_WALKS {
@@ -631,7 +672,7 @@ impl<S: MmuScheme> Mmu<S> {
                 Ok(Outcome::Done(Translation {
                     paddr: translate(va, pfn, size),
                     size,
-                    latency: latency + (end - ready),
+                    latency: end + trip - now,
                     found: Found::Walk,
                 }))
             }
@@ -641,7 +682,7 @@ impl<S: MmuScheme> Mmu<S> {
                 op,
                 issued: now,
                 slot,
-                walked: end,
+                walked: end + trip,
                 before_walk: latency,
                 host: self.plan.host_fault,
             })),
@@ -752,7 +793,7 @@ impl<S: MmuScheme> Mmu<S> {
         // at `resume` either way, as it did before side paths existed.
         if let (Some(hit), latency) = self
             .scheme
-            .side_lookup(f.va, asid, false, resume, tables, mem, shared)
+            .side_lookup_after_fault(f.va, asid, resume, tables, mem, shared)
         {
             self.counters.translation_cycles += latency;
             self.fill_side_hit(f.va, asid, f.op, Found::Side, hit.pfn, hit.size);
@@ -764,14 +805,15 @@ impl<S: MmuScheme> Mmu<S> {
             });
         }
         let table = tables.table(f.pid)?;
-        let (found, end) = self.walk_once(f.va, asid, table, tables, resume, mem);
-        self.counters.translation_cycles += end - resume;
+        let trip = self.walk_trip;
+        let (found, end) = self.walk_once(f.va, asid, table, tables, resume + trip, mem);
+        self.counters.translation_cycles += end + trip - resume;
         let mapping = found.ok_or_else(fail)?;
         Ok(self.fault_walked(
             &f,
             mapping,
             (table, tables.store()),
-            end,
+            (end, trip),
             Found::Fault { resume },
             mem,
             shared,
@@ -779,14 +821,15 @@ impl<S: MmuScheme> Mmu<S> {
     }
 
     /// The translation of fault `f`, which a walk ending at `end` found mapped to
-    /// `(pfn, size)`: its walker is busy until then and the TLBs take the mapping.
+    /// `(pfn, size)`: its walker is busy until then and the TLBs take the mapping; the reply
+    /// reaches the core `back` cycles later.
     #[allow(clippy::too_many_arguments)]
     fn fault_walked(
         &mut self,
         f: &FaultRequest,
         (pfn, size): (Pfn, PageSize),
         table: (&S::Table, &PtStore),
-        end: u64,
+        (end, back): (u64, u64),
         found: Found,
         mem: &mut Hierarchy,
         shared: &mut S::Shared,
@@ -805,7 +848,7 @@ impl<S: MmuScheme> Mmu<S> {
         Translation {
             paddr: translate(f.va, pfn, size),
             size,
-            latency: end - f.issued,
+            latency: end + back - f.issued,
             found,
         }
     }
@@ -851,7 +894,7 @@ impl<S: MmuScheme> Mmu<S> {
             &f,
             (pfn, size),
             (table, tables.store()),
-            end,
+            (end, 0),
             Found::Walk,
             mem,
             shared,

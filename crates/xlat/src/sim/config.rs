@@ -269,6 +269,15 @@ impl SimConfig {
         };
         self.os.host_uses("os", guest_copies, &mut uses);
         self.schemes.host_uses(&mut uses);
+        if self.scheme == "sparta" {
+            // The partitions' tables: `table_slots_per_frame` 16-byte entries per frame of
+            // memory (1/64 of it at the prototype's load factor), kept in the store as the
+            // walks and faults write them.
+            let slots = u64::from(self.schemes.sparta.table_slots_per_frame);
+            let key = "schemes.sparta.table_slots_per_frame";
+            let entries = self.os.physmem.frames().saturating_mul(slots);
+            uses.once(key, entries, "partition-table entries", 16);
+        }
         self.profile.tlb.host_uses("profile.tlb", &mut uses);
         if vmm {
             let (virt, guest) = (&self.schemes.virt, self.os.physmem.bytes);
@@ -402,6 +411,13 @@ impl Validate for SimConfig {
                      them)",
                 ));
             }
+        }
+        if self.sim.timing == RunTiming::Translation && !self.cache.l1d.addressing.is_physical() {
+            return Err(Error::config(
+                "cache.l1d.addressing",
+                "\"virtual\" translates only the L1D's misses, and sim.timing = \"translation\" \
+                 models no caches: use sim.timing = \"detailed\"",
+            ));
         }
         // Last: the estimates take the geometry checked above as given.
         self.host_uses()?.check(config::HOST_BUDGET)

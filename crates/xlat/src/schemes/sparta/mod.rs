@@ -180,6 +180,10 @@ impl MmuScheme for SpartaMmu {
     type Table = SpartaTable;
     type Shared = MemorySideTlbs;
 
+    /// Fig 3d: past the accelerator-side TLB, the data comes back from the partition with
+    /// the translation.
+    const DATA_WITH_TRANSLATION: bool = true;
+
     /// The partition's memory-side TLB, at the partition's memory controller.
     fn side_lookup<P: PageTables<Table = SpartaTable>>(
         &mut self,
@@ -197,6 +201,22 @@ impl MmuScheme for SpartaMmu {
             .lookup(self.layout.squeeze(va), asid)
             .map(|(pfn, size)| StageHit { pfn, size, latency });
         (hit, latency)
+    }
+
+    /// The fault handler maps the page in the partition's table and fills no TLB, so the
+    /// re-executed access's memory-side probe is a sure miss: it takes the TLB's latency and
+    /// is not counted again (the access counted its miss before the fault).
+    fn side_lookup_after_fault<P: PageTables<Table = SpartaTable>>(
+        &mut self,
+        va: VirtAddr,
+        _asid: u16,
+        _now: u64,
+        _tables: &P,
+        _mem: &mut Hierarchy,
+        shared: &mut MemorySideTlbs,
+    ) -> (Option<StageHit>, u64) {
+        let tlb = &shared.tlbs[self.layout.partition_of(va) as usize];
+        (None, tlb.latency())
     }
 
     fn plan_walk(

@@ -19,7 +19,7 @@
 
 use super::System;
 use crate::error::Result;
-use crate::mem::{Level, MemKind, Timing};
+use crate::mem::Timing;
 use crate::mmu::{Found, MmuScheme, Outcome};
 use crate::schemes::Scheme;
 use crate::sim::FastForward;
@@ -237,7 +237,12 @@ impl<S: Scheme> System<S> {
         if self.verified >= self.inject_at {
             self.inject(rec);
         }
-        let (t, faulted) = match self.cores[c].mmu.translate(
+        if self.virtual_hit(c, rec).is_some() {
+            self.ff_clock = now + 1;
+            return Ok(());
+        }
+        self.lend_walkers(c);
+        let outcome = self.cores[c].mmu.translate(
             rec.vaddr,
             rec.pid,
             rec.op,
@@ -245,11 +250,16 @@ impl<S: Scheme> System<S> {
             &self.os,
             &mut self.mem,
             &mut self.shared,
-        )? {
+        )?;
+        let (t, faulted) = match outcome {
             Outcome::Done(t) => (t, false),
             Outcome::Fault(f) if faults => (self.fault(c, f)?, true),
-            Outcome::Fault(_) => return Ok(()),
+            Outcome::Fault(_) => {
+                self.lend_walkers(c);
+                return Ok(());
+            }
         };
+        self.lend_walkers(c);
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
         }
@@ -261,8 +271,7 @@ impl<S: Scheme> System<S> {
         if <S::Mmu as MmuScheme>::NOTES_WALKS && !self.cores[c].mmu.walk_notes.is_empty() {
             self.deliver_walk_notes(c, now)?;
         }
-        self.mem
-            .access(t.paddr, MemKind::DATA, rec.op == Op::Store, 0, Level::L1d);
+        self.data_access(&t, rec.op == Op::Store, 0);
         self.ff_clock = now + t.latency + 1;
         Ok(())
     }

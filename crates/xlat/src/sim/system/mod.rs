@@ -140,6 +140,13 @@ pub struct System<S: Scheme> {
     /// `sim.timing = "translation"`: every record runs as fast-forward's warming runs it
     /// (translated, faults handled, nothing timed), and is counted.
     translation_only: bool,
+    /// `cache.l1d.addressing = "virtual"`: an access whose line the L1D holds is served
+    /// before, and without, translation ([`System::virtual_hit`]).
+    virtual_l1d: bool,
+    /// `mmu.walker_sharing` other than `core`: the IOMMUs' walkers (busy-until cycles), and
+    /// each core's IOMMU; empty when every core walks with its own walkers.
+    iommus: Vec<Vec<u64>>,
+    iommu_of_core: Vec<usize>,
     /// `[profile.tlb]`: the data references' pages, counted for many TLB geometries.
     profile: Option<TlbProfile>,
     /// The fast-forward's clock: each record starts when the one before it was translated
@@ -203,6 +210,39 @@ impl<T: crate::pt::PageTable> PageTables for Os<T> {
 #[inline]
 fn page_frame(t: &Translation) -> Pfn {
     Pfn(t.paddr.pfn().0 & !(t.size.base_pages() - 1))
+}
+
+/// The IOMMUs of `mmu.walker_sharing` for `n` cores: each one's walkers (all free), each
+/// core's IOMMU, and each core's cycles one way to it (an IOMMU sits on its socket, or on
+/// socket 0 for the whole system). All empty when each core has its own walkers.
+fn iommus(cfg: &SimConfig, n: usize) -> (Vec<Vec<u64>>, Vec<usize>, Vec<u64>) {
+    use crate::mmu::config::WalkerSharing;
+    let sharing = cfg.mmu.walker_sharing;
+    if sharing == WalkerSharing::Core {
+        return (Vec::new(), Vec::new(), Vec::new());
+    }
+    let topology = (!cfg.topology.is_flat())
+        .then(|| Topology::new(&cfg.topology, cfg.dram.channels, cfg.core.frequency_ghz));
+    let socket = |c: usize| topology.as_ref().map_or(0, |t| t.socket_of_core(c));
+    let sockets = topology.as_ref().map_or(1, Topology::sockets) as usize;
+    let (count, of_core): (usize, Vec<usize>) = match sharing {
+        WalkerSharing::Socket => (sockets, (0..n).map(|c| socket(c) as usize).collect()),
+        _ => (1, vec![0; n]),
+    };
+    let trips = (0..n)
+        .map(|c| {
+            let home = if sharing == WalkerSharing::Socket {
+                socket(c)
+            } else {
+                0
+            };
+            topology
+                .as_ref()
+                .map_or(0, |t| t.socket_one_way(socket(c), home))
+        })
+        .collect();
+    let walkers = vec![vec![0; cfg.mmu.walkers as usize]; count];
+    (walkers, of_core, trips)
 }
 
 fn build_ctx(cfg: &SimConfig) -> BuildCtx<'_> {
@@ -281,11 +321,14 @@ impl<S: Scheme> System<S> {
             ));
         }
         let shared = S::shared(&ctx, &mut os.buddy)?;
+        let (iommus, iommu_of_core, trips) = iommus(&cfg, n);
         let mut cores = Vec::with_capacity(n);
-        for _ in 0..n {
+        for c in 0..n {
+            let mut mmu = Mmu::new(&cfg.mmu, S::mmu(&ctx)?);
+            mmu.set_walk_trip(trips.get(c).copied().unwrap_or(0));
             cores.push(CoreUnit {
                 core: Core::new(&cfg.core),
-                mmu: Mmu::new(&cfg.mmu, S::mmu(&ctx)?),
+                mmu,
                 queue: VecDeque::new(),
                 ran: Vec::new(),
                 base_instructions: 0,
@@ -306,6 +349,9 @@ impl<S: Scheme> System<S> {
         Ok(System {
             mem,
             translation_only,
+            virtual_l1d: !cfg.cache.l1d.addressing.is_physical(),
+            iommus,
+            iommu_of_core,
             profile: TlbProfile::new(&cfg.profile.tlb),
             cores,
             shared,
@@ -413,6 +459,13 @@ impl<S: Scheme> System<S> {
         if self.verified >= self.inject_at {
             self.inject(rec);
         }
+        if let Some(data_latency) = self.virtual_hit(c, rec) {
+            let core = &mut self.cores[c].core;
+            core.complete_access(issue, data_latency, store);
+            self.instructions += core.instructions() - before;
+            return Ok(());
+        }
+        self.lend_walkers(c);
         let unit = &mut self.cores[c];
         let (t, faulted) = match unit.mmu.translate(
             rec.vaddr,
@@ -426,6 +479,7 @@ impl<S: Scheme> System<S> {
             Outcome::Done(t) => (t, false),
             Outcome::Fault(f) => (self.fault(c, f)?, true),
         };
+        self.lend_walkers(c);
         if self.cfg.sim.verify {
             self.verify(rec, t.paddr)?;
         }
@@ -443,13 +497,62 @@ impl<S: Scheme> System<S> {
             }
         }
         let data_at = issue + t.latency;
-        let (data_latency, _) = self
-            .mem
-            .access(t.paddr, MemKind::DATA, store, data_at, Level::L1d);
+        let data_latency = self.data_access(&t, store, data_at);
         let core = &mut self.cores[c].core;
         core.complete_access(data_at, data_latency, store);
         self.instructions += core.instructions() - before;
         Ok(())
+    }
+
+    /// A virtual L1D's lookup of `rec` on core `c`, before translation: if the L1D holds its
+    /// line, the hit (counted) and its latency; the access then needs no translation at all.
+    /// `None` (nothing changed) if the L1D is physical, the page is unmapped, or the line is
+    /// not there.
+    ///
+    /// The virtual cache is modelled by the physical line the virtual line maps to: with its
+    /// set index inside the page offset (validated), the two pick the same set, and while a
+    /// page stays mapped, (address space, virtual line) and physical line name each other
+    /// one to one (no two processes share a page), so the cache holds and finds exactly the
+    /// lines a cache tagged by address space and virtual line would. When a mapping changes,
+    /// the lines of the old frame are no longer found by the page's virtual address: the
+    /// flush of the page's lines a virtual cache needs at an unmap or a migration.
+    #[inline(always)]
+    fn virtual_hit(&mut self, c: usize, rec: &Record) -> Option<u64> {
+        if !self.virtual_l1d {
+            return None;
+        }
+        let (pfn, size) = self.os.truth(rec.pid, rec.vaddr)?;
+        let paddr = crate::addr::translate(rec.vaddr, pfn, size);
+        let latency = self
+            .mem
+            .l1d_probe(c, paddr, MemKind::DATA, rec.op == Op::Store)?;
+        // Swapping by access time: the page was referenced now.
+        self.os.touch(Pfn(pfn.0 & !(size.base_pages() - 1)));
+        Some(latency)
+    }
+
+    /// Exchange core `c`'s walkers with its IOMMU's (`mmu.walker_sharing`): called before
+    /// and after its translation, it lends the shared walkers to the core for that time.
+    #[inline(always)]
+    fn lend_walkers(&mut self, c: usize) {
+        if let Some(&i) = self.iommu_of_core.get(c) {
+            self.cores[c].mmu.swap_walkers(&mut self.iommus[i]);
+        }
+    }
+
+    /// The data access of translation `t` at cycle `at`: through the L1D, or, when the
+    /// scheme's memory-side translation brought the data with it
+    /// ([`MmuScheme::DATA_WITH_TRANSLATION`]), read at memory and put in the L1D. Returns
+    /// its latency.
+    #[inline(always)]
+    fn data_access(&mut self, t: &Translation, store: bool, at: u64) -> u64 {
+        let at_memory = matches!(t.found, Found::Side | Found::Walk | Found::Fault { .. });
+        if <S::Mmu as MmuScheme>::DATA_WITH_TRANSLATION && at_memory {
+            return self.mem.read_at_memory(t.paddr, MemKind::DATA, store, at);
+        }
+        self.mem
+            .access(t.paddr, MemKind::DATA, store, at, Level::L1d)
+            .0
     }
 
     /// [`System::step_on`] of `buf[i]` if it is on the page core `c`'s L1 TLB found last and
@@ -472,7 +575,8 @@ impl<S: Scheme> System<S> {
         if i == 0 || page(&buf[i - 1]) != page(rec) {
             return 0;
         }
-        if self.cfg.sim.verify || self.verified >= self.inject_at {
+        // A virtual L1D is looked up before the TLB: its hits must not count TLB hits.
+        if self.cfg.sim.verify || self.verified >= self.inject_at || self.virtual_l1d {
             return 0;
         }
         let unit = &mut self.cores[c];
