@@ -145,20 +145,21 @@ def test_fig6_32_partitions_fault_as_one_does(tiny_reproduction) -> None:
     r = table.set_index(["partitions", "memory (MiB)"])["faults per 1000 references"]
     memories = sorted(set(table["memory (MiB)"]))
     assert len(memories) >= 3
-    # The same global LRU pages out the same pages whichever partition holds them.
+    # Pages spread evenly over the partitions (VPN mod 32), so the global watermarks keep
+    # each partition's slack and the same LRU pages out the same pages.
     for m in memories:
         assert r[(32, m)] == r[(1, m)], m
     assert r[(1, memories[0])] > 0 and r[(1, memories[-1])] == 0
     assert outcome.direction_holds, outcome.direction
 
 
-def test_fig6_at_the_default_watermarks_one_partition_fills_first() -> None:
-    # Why Fig 6 keeps 2-3% free: reclaim is global, so at Linux's default 0.8% one partition
-    # of 32 runs out while memory as a whole still has free frames, and its fault fails
-    # naming the partition (Linux reclaims per node).
+def test_fig6_a_full_partition_is_reclaimed_on_its_own() -> None:
+    # Fig 6's mechanism: a partition that fills before memory as a whole reaches its
+    # watermarks is reclaimed on its own, as Linux reclaims a NUMA node. Without it the first
+    # full partition's fault is out of memory, naming the partition.
     import xlat
 
-    # 2^20 keys (409 MiB) in 320 MiB: partition 1 fills at record 57,755.
+    # 2^20 keys (409 MiB) in 320 MiB: partitions fill before the global low watermark.
     run = {
         "workload__keys": 1 << 20,
         "workload__references": 300_000,
@@ -168,7 +169,13 @@ def test_fig6_at_the_default_watermarks_one_partition_fills_first() -> None:
         "os__swap__enabled": True,
         "os__swap__policy": "lru",
     }
-    with pytest.raises(xlat.XlatError, match="SPARTA partition .* is full"):
-        xlat.run("sparta-32", "kvstore", **run)
-    stats = xlat.run("sparta-32", "kvstore", schemes__sparta__partitions=1, **run)
-    assert stats["os"]["faults"]["major"] > 0
+    many = xlat.run("sparta-32", "kvstore", **run)
+    one = xlat.run("sparta-32", "kvstore", schemes__sparta__partitions=1, **run)
+    refused = sum(many["os"]["frames"]["refused_by_partition"])
+    assert refused > 0
+    # Each refusal: its partition reclaimed, the fault tried again and served.
+    assert many["os"]["swap"]["region_reclaims"] == refused
+    assert "region_reclaims" not in one["os"]["swap"]
+    # Which pages go out barely changes: the two fault alike (within 1%).
+    majors = many["os"]["faults"]["major"], one["os"]["faults"]["major"]
+    assert abs(majors[0] - majors[1]) <= 0.01 * majors[1], majors

@@ -465,3 +465,32 @@ fn f(v: &serde_json::Value, path: &str) -> f64 {
         .as_f64()
         .unwrap_or_else(|| panic!("{path} is not a number"))
 }
+
+/// SPARTA confines each page to its partition: a partition that fills while memory as a whole
+/// keeps its free frames is reclaimed on its own (as Linux reclaims a NUMA node), so a table
+/// twice memory runs at the default watermarks with every translation correct, by either
+/// reclaim order. Without the partition's own reclaim the first full partition's fault is
+/// out of memory.
+#[test]
+fn a_full_partition_is_reclaimed_on_its_own() {
+    for policy in ["fifo", "lru"] {
+        // 32 partitions of 2 MiB.
+        let mut extra = swap(64 * MIB);
+        extra.push(format!("workload.table_bytes={}", 128 * MIB));
+        extra.push(format!("os.swap.policy=\"{policy}\""));
+        let s = run(cfg("sparta-32", "gups", 200_000, &extra));
+        let refs = u(&s, "core.memory_refs");
+        assert_eq!(u(&s, "verify.translations_checked"), refs, "{policy}");
+        assert!(u(&s, "os.faults.major") > 1000, "{policy}");
+        let reclaims = u(&s, "os.swap.region_reclaims");
+        assert!(reclaims > 0, "{policy}: no partition was reclaimed");
+        let refused: u64 = s["os"]["frames"]["refused_by_partition"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_u64().unwrap())
+            .sum();
+        // Each refusal was followed by its partition's reclaim and a second, successful try.
+        assert_eq!(refused, reclaims, "{policy}");
+    }
+}

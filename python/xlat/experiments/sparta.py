@@ -628,11 +628,6 @@ FIG6_FRACTIONS = (0.8, 0.87, 0.94, 1.02, 1.1, 1.18)
 #: slices.
 MEMORY_STEP = 64 * MIB
 KV_REFERENCES = {"tiny": 200_000, "quick": 3_000_000, "full": 30_000_000, "paper": 100_000_000}
-#: Reclaim keeps 2-3% of memory free. Linux keeps watermarks per NUMA node and reclaims the
-#: node an allocation needs; xlat reclaims by global watermarks, so each partition keeps
-#: free frames only while memory as a whole keeps enough: at the default 0.8-0.9% one
-#: partition of 32 fills first and its fault fails (``test_sparta_repro.py``).
-FIG6_WATERMARKS = {"os.swap.low_watermark": 0.02, "os.swap.high_watermark": 0.03}
 
 
 def fig6_memory(scale: str, fraction: float) -> int:
@@ -661,7 +656,6 @@ FIG6_OVERRIDES = {
     "sim.timing": "translation",
     "os.swap.enabled": True,
     "os.swap.policy": "lru",
-    **FIG6_WATERMARKS,
     "workload.populate": True,
 }
 
@@ -778,12 +772,12 @@ register(
         "memory of 0.8-1.18x its footprint (whole 64 MiB steps: 32 partitions of 2 MiB "
         "slices), swapping by a Linux-like LRU; faults are major faults (pages read back) per "
         "1000 references. SPARTA-32 places each page in its partition (VPN mod 32); 1 "
-        "partition is the same machine with the partitions switched off. xlat reclaims by "
-        "global watermarks (Linux: per node), kept here at 2-3% of memory so that no "
-        "partition fills while memory as a whole has room: pages are paged out in the same "
-        "LRU order with 1 or 32 partitions, so the two fault alike. The paper's 1.5-2 GB "
-        "came from Linux NUMA nodes' per-node overheads and capacities, which xlat does "
-        "not model.",
+        "partition is the same machine with the partitions switched off. Reclaim keeps the "
+        "default watermarks for memory as a whole, and a partition that fills before them is "
+        "reclaimed on its own (least recently used pages of that partition), as Linux "
+        "reclaims a NUMA node: the only difference partitioning makes is which pages go out "
+        "when one partition runs ahead of the rest. The paper's 1.5-2 GB came from Linux "
+        "NUMA nodes' per-node overheads and capacities, which xlat does not model.",
     )
 )
 

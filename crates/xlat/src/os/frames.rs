@@ -104,6 +104,15 @@ pub trait FramePolicy: Send {
         None
     }
 
+    /// The frames `lo..hi` the last refused [`FramePolicy::frame`] confined its page to, when
+    /// the policy confines pages to parts of memory and that part is full while others may
+    /// have room (a SPARTA partition, like a NUMA node an allocation is bound to): the OS
+    /// reclaims pages of that part and asks again. `None` for a refusal memory as a whole
+    /// explains.
+    fn full_region(&self) -> Option<(u64, u64)> {
+        None
+    }
+
     /// Pages displaced by the frames chosen since the last call, for the OS to move.
     fn take_evictions(&mut self) -> Vec<Eviction> {
         Vec::new()

@@ -13,7 +13,7 @@ pub use frames::{BuddyFrames, Eviction, FramePolicy, PageOut};
 pub use layout::{LayoutKind, Region};
 pub use process::{per_mille, MapKind, Process, Vma};
 use process::{Paging, Thp};
-use swap::LruQueue;
+use swap::{LruQueue, Victim};
 pub use swap::{SwapConfig, SwapPolicy, SwapStats};
 
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
@@ -786,13 +786,26 @@ impl<T: PageTable> Os<T> {
             },
             eager: self.cfg.eager_paging,
         };
-        let mut faults = std::mem::take(&mut self.stats.faults);
+        let before = std::mem::take(&mut self.stats.faults);
+        let mut faults = before.clone();
         // Shadow paging traps the guest's page-table writes: the leaf, and one per table page
         // the mapping adds (counted only when a VMM shadows).
         let shadowed = self.vmm.as_ref().is_some_and(vmm::Vmm::shadows);
         let (p, mut ctx, frames) = self.process_and_pt(pid)?;
         let table_bytes = shadowed.then(|| p.pt.bytes());
-        let mapped = p.fault(&mut ctx, frames, va, paging, &mut faults);
+        let mut mapped = p.fault(&mut ctx, frames, va, paging, &mut faults);
+        if mapped.is_err() {
+            // The page's own part of memory (its partition) is full: reclaim that part and
+            // fault again, the fault counted once.
+            if let Some((lo, hi)) = frames.full_region() {
+                if self.reclaim_region(lo, hi)? {
+                    faults = before;
+                    let (p, mut ctx, frames) = self.process_and_pt(pid)?;
+                    mapped = p.fault(&mut ctx, frames, va, paging, &mut faults);
+                }
+            }
+        }
+        let (p, _, _) = self.process_and_pt(pid)?;
         let pt_writes =
             table_bytes.map_or(0, |before| 1 + p.pt.bytes().saturating_sub(before) / 4096);
         let mut alloc_cycles = p.pt.take_alloc_cycles();
@@ -948,13 +961,10 @@ impl<T: PageTable> Os<T> {
             return self.reclaim_lru();
         }
         while self.buddy.free_frames() < self.cfg.swap.min_free_frames {
-            let Some((pid, base, size)) = self.resident.pop_front() else {
+            let Some(v) = self.next_victim()? else {
                 return Ok(());
             };
-            if self.queued_frame(pid, base, size)?.is_none() {
-                continue;
-            }
-            self.page_out(pid, base, size, true)?;
+            self.page_out(v.pid, v.base, v.size, true)?;
         }
         Ok(())
     }
@@ -969,25 +979,106 @@ impl<T: PageTable> Os<T> {
             return Ok(());
         }
         while self.buddy.free_frames() < high {
-            let Some((queued, pid, base, size)) = self.lru.pop() else {
+            let Some(v) = self.next_victim()? else {
                 return Ok(());
+            };
+            self.note_first_out(total);
+            self.page_out(v.pid, v.base, v.size, true)?;
+        }
+        Ok(())
+    }
+
+    /// The frame policy refused a page because the part of memory it confines the page to,
+    /// frames `lo..hi` (a SPARTA partition), is full while the rest may have room: page out
+    /// that part's pages, in the order reclaim takes them (`lru`: least recently used;
+    /// otherwise longest resident), until its share of the free-frame target (the high
+    /// watermark, or `min_free_frames`; at least one frame) is free. Linux reclaims a NUMA
+    /// node the same way when an allocation bound to it fails. Pages of other parts keep
+    /// their places in the queue. Returns whether a frame was freed.
+    fn reclaim_region(&mut self, lo: u64, hi: u64) -> Result<bool> {
+        if !self.cfg.swap.enabled {
+            return Ok(false);
+        }
+        let total = self.buddy.total_frames();
+        let target = if self.cfg.swap.policy == SwapPolicy::Lru {
+            self.cfg.swap.watermarks(total).1
+        } else {
+            self.cfg.swap.min_free_frames
+        };
+        let want = (target * (hi - lo) / total.max(1)).max(1);
+        self.stats.swap.region_reclaims += 1;
+        let mut freed = 0;
+        let mut elsewhere = Vec::new();
+        while freed < want {
+            let Some(v) = self.next_victim()? else {
+                break;
+            };
+            if !(lo..hi).contains(&v.pfn.0) {
+                elsewhere.push(v);
+                continue;
+            }
+            self.note_first_out(total);
+            self.page_out(v.pid, v.base, v.size, true)?;
+            freed += v.size.base_pages();
+        }
+        // Back in the queue as they were: the LRU by their queued times, the FIFO at its front
+        // in their order.
+        for v in elsewhere.into_iter().rev() {
+            if self.cfg.swap.policy == SwapPolicy::Lru {
+                self.lru.push(v.queued, v.pid, v.base, v.size);
+            } else {
+                self.resident.push_front((v.pid, v.base, v.size));
+            }
+        }
+        Ok(freed > 0)
+    }
+
+    /// The page reclaim would page out next, taken off its queue: the longest resident
+    /// (`lru`: the least recently used; a page touched since it was queued goes back at its
+    /// newer time) that is still resident in a frame of the buddy allocator's. `None` when
+    /// the queue has no such page.
+    fn next_victim(&mut self) -> Result<Option<Victim>> {
+        loop {
+            let (queued, pid, base, size) = if self.cfg.swap.policy == SwapPolicy::Lru {
+                match self.lru.pop() {
+                    Some(entry) => entry,
+                    None => return Ok(None),
+                }
+            } else {
+                match self.resident.pop_front() {
+                    Some((pid, base, size)) => (0, pid, base, size),
+                    None => return Ok(None),
+                }
             };
             let Some(pfn) = self.queued_frame(pid, base, size)? else {
                 continue;
             };
-            let last = self.stamps[pfn.0 as usize];
-            if last > queued {
-                // Touched since it was queued: back in the queue at its true time.
-                self.lru.push(last, pid, base, size);
-                continue;
+            if self.cfg.swap.policy == SwapPolicy::Lru {
+                let last = self.stamps[pfn.0 as usize];
+                if last > queued {
+                    // Touched since it was queued: back in the queue at its true time.
+                    self.lru.push(last, pid, base, size);
+                    continue;
+                }
             }
-            if self.stats.swap.first_out_utilisation.is_none() {
-                let used = total - self.buddy.free_frames();
-                self.stats.swap.first_out_utilisation = Some(used as f64 / total as f64);
-            }
-            self.page_out(pid, base, size, true)?;
+            return Ok(Some(Victim {
+                queued,
+                pid,
+                base,
+                size,
+                pfn,
+            }));
         }
-        Ok(())
+    }
+
+    /// `lru`: the fraction of memory in use when reclaim first pages out.
+    fn note_first_out(&mut self, total: u64) {
+        if self.cfg.swap.policy == SwapPolicy::Lru
+            && self.stats.swap.first_out_utilisation.is_none()
+        {
+            let used = total - self.buddy.free_frames();
+            self.stats.swap.first_out_utilisation = Some(used as f64 / total as f64);
+        }
     }
 
     /// Write the `size` page at `base` of `pid` to the backing store: unmap it (the caller's

@@ -29,7 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::addr::{PageSize, Vpn};
+use crate::addr::{PageSize, Pfn, Vpn};
 use crate::error::{Error, Result};
 
 /// `[os.swap]`.
@@ -219,6 +219,17 @@ impl LruQueue {
     }
 }
 
+/// A resident page reclaim has taken off its queue to page out: `queued` is the access time
+/// it was queued with (`lru`; 0 in the FIFO).
+#[derive(Clone, Copy, Debug)]
+pub struct Victim {
+    pub queued: u64,
+    pub pid: u16,
+    pub base: Vpn,
+    pub size: PageSize,
+    pub pfn: Pfn,
+}
+
 /// `os.swap`: what went to the backing store and back (present when swapping is on).
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct SwapStats {
@@ -240,6 +251,11 @@ pub struct SwapStats {
     /// live pages evicted because all their candidate frames were live (conflicts).
     #[serde(skip_serializing_if = "is_zero")]
     pub ghost_outs: u64,
+    /// Reclaims of one part of memory that a frame policy confines pages to and that filled
+    /// while the rest had room (a SPARTA partition; Linux: a NUMA node): each paged out that
+    /// part's pages until its share of the free target was free.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub region_reclaims: u64,
     /// `horizon`: references to ghost pages, which made them live again without I/O.
     #[serde(skip_serializing_if = "is_zero")]
     pub revivals: u64,

@@ -1,7 +1,7 @@
 //! SPARTA's physical page allocation (§5, Algorithm 1): a page's frame comes from the
 //! partition its virtual address names, anywhere in that partition. A full partition refuses
-//! (the OS then reclaims or reports out of memory for that partition) even when others have
-//! room: faults and out-of-memory are per partition.
+//! (the OS then reclaims that partition's pages, or reports out of memory for it) even when
+//! others have room: faults and out-of-memory are per partition.
 
 use super::layout::Layout;
 use crate::addr::{PageSize, Pfn, Vpn};
@@ -99,6 +99,11 @@ impl FramePolicy for PartitionFrames {
             "SPARTA partition {p} (frames {lo}..{hi}) is full: a page goes only to the \
              partition its virtual address names (schemes.sparta.partitions, shift)"
         ))
+    }
+
+    /// A full partition is reclaimed on its own, as Linux reclaims a node.
+    fn full_region(&self) -> Option<(u64, u64)> {
+        self.last_refusal.map(|p| self.layout.frames(p))
     }
 
     fn stats(&self) -> Option<serde_json::Value> {
