@@ -207,8 +207,9 @@ fn bad_keys_are_named() {
     assert!(e.contains("profile.tlb.arity"), "{e}");
     let e = err(&["profile.tlb.entries=[1024]", "sim.cores=2"]);
     assert!(e.contains("profile.tlb.entries"), "{e}");
+    // Ways kept of no entry counts: nothing would be profiled.
     let e = err(&["profile.tlb.ways=[4]"]);
-    assert!(e.contains("profile.tlb"), "{e}");
+    assert!(e.contains("profile.tlb.ways"), "{e}");
 }
 
 /// The profile's rows are the misses of real mosaic TLBs: for each of Mosaic Fig 6's

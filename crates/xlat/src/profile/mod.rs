@@ -94,11 +94,16 @@ impl TlbProfileConfig {
     /// Check the lists; errors name the key (`path` is `profile.tlb`).
     pub fn validate(&self, path: &str) -> Result<()> {
         if self.is_off() {
-            if !self.sets.is_empty() {
-                return Err(Error::config(
-                    format!("{path}.sets"),
-                    format!("sets are counted for the entry counts of {path}.entries, which is empty: give it, e.g. [1024]"),
-                ));
+            for (key, given) in [
+                ("sets", !self.sets.is_empty()),
+                ("ways", !self.ways.is_empty()),
+            ] {
+                if given {
+                    return Err(Error::config(
+                        format!("{path}.{key}"),
+                        format!("{key} are counted for the entry counts of {path}.entries, which is empty: give it, e.g. [1024]"),
+                    ));
+                }
             }
             return Ok(());
         }
