@@ -2,7 +2,7 @@
 
 A *style* is a fill colour, a hatch (bars: so that a figure survives a black-and-white print)
 and a marker (lines). Styles are slots of a grid of :data:`COLORS` x :data:`HATCHES`; slot
-``k`` has colour ``k % 10`` and hatch ``(k % 10 + k // 10) % 16``, so consecutive slots differ
+``k`` has colour ``k % 10`` and hatch ``(k % 10 + k // 10) % 20``, so consecutive slots differ
 in both colour and hatch, and no two slots share both. A marker goes with each hatch, so two
 slots never share colour and marker either.
 
@@ -55,9 +55,34 @@ HATCHES = (
     "--..",
     "||..",
     "xx..",
+    "oo..",
+    "**..",
+    "OO..",
+    "++..",
 )
 #: Line markers, one per hatch.
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d", "H", "8", "x")
+MARKERS = (
+    "o",
+    "s",
+    "^",
+    "D",
+    "v",
+    "P",
+    "X",
+    "*",
+    "<",
+    ">",
+    "h",
+    "p",
+    "d",
+    "H",
+    "8",
+    "x",
+    "+",
+    "1",
+    "2",
+    "3",
+)
 
 #: Every series label the reproductions draw, in slot order. Labels drawn together come
 #: together, so that the series of one figure differ in colour as well as hatch.
@@ -180,6 +205,45 @@ KNOWN = (
     "Graph500",
     "BTree",
     "XSBench",
+    # SPARTA: Fig 2's structures, the systems of Figs 4, 7, 9 and 10, Fig 5's threads, Fig 6's
+    # partitions, Fig 8's programs, Fig 9's accelerator-side TLB sizes.
+    "BST-External",
+    "BST-Internal",
+    "Hash Table",
+    "Skip List",
+    "Conventional 4K",
+    "Conventional 2M",
+    "SPARTA-4 4K",
+    "SPARTA-4 2M",
+    "SPARTA-128 4K",
+    "SPARTA-128 2M",
+    "1 thread",
+    "4 threads",
+    "16 threads",
+    "1 partition",
+    "32 partitions",
+    "Conventional",
+    "SPARTA",
+    "BST-E x1",
+    "BST-E x2",
+    "BST-E x4",
+    "+ Hash Table",
+    "+ all",
+    "SPARTA-8 1",
+    "SPARTA-8 2",
+    "SPARTA-8 4",
+    "SPARTA-8 8",
+    "SPARTA-8 16",
+    "SPARTA-8 32",
+    "SPARTA-8 64",
+    "SPARTA-8 128",
+    "SPARTA-8 virtual",
+    "SPARTA-8 4K",
+    "SPARTA-8 2M",
+    "SPARTA-32 4K",
+    "SPARTA-32 2M",
+    "DIPTA",
+    "Ideal",
 )
 
 _SLOTS = len(COLORS) * len(HATCHES)

@@ -516,7 +516,9 @@ def _fig5_analyse(df: pd.DataFrame) -> Analysis:
     table = fig5_table(df)
     figures = []
     for w, rows in table.groupby("workload", sort=False):
-        frame = rows.assign(status="ok", series=rows["threads"].map(lambda t: f"{t} threads"))
+        frame = rows.assign(
+            status="ok", series=rows["threads"].map(lambda t: f"{t} thread{'s' if t > 1 else ''}")
+        )
         figures.append(
             (
                 f"Fig 5 ({STRUCTURES[w]}): memory-side TLB miss ratio against partitions, "
