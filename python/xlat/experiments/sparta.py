@@ -411,11 +411,14 @@ def _fig4_direction(df: pd.DataFrame, values: Mapping[str, float]) -> bool:
     ok = bool(ran)
     for w in ran:
         part = ratios.loc[w]
-        # Where conventional 4 KiB misses beyond its compulsory misses (its ratio still
-        # falls from that size on), SPARTA-4 misses less at equal entries.
+        # Where conventional 4 KiB still misses more than at its largest size (its ratio
+        # falls from that size on), SPARTA-4 misses less at equal entries. Not a margin over
+        # that floor: at paper scale the hash table's ratio falls only from 0.6429 to 0.6401
+        # over 4-2048 entries (every lookup a random bucket of 4 GiB), and SPARTA-4's is
+        # below it at every size.
         conv = part["Conventional 4K"]
         floor = conv.min()
-        live = conv[conv > 1.1 * floor].index
+        live = conv[conv > floor].index
         ok = (
             ok
             and bool(len(live))
