@@ -35,14 +35,16 @@ def test_cpi_model_is_the_stated_formula() -> None:
         "dram.data.total_latency": 5000,
         "topology.network_cycles": 2000,
     }
-    df = pd.DataFrame([{f"stats.{k}": v for k, v in stats.items()}])
-    miss = sparta_accel.L1D_CYCLES + sparta_accel.PLACEHOLDER_CYCLES + 100 + 40
-    per_ref = (
-        sparta_accel.TLB_CYCLES * 60 / 200
-        + 0.75 * sparta_accel.L1D_CYCLES
-        + 0.25 * miss
-        + 20 / 200 * 30
+    # The accelerator presets' latencies: TLB 1, L1D 2, the one-line L2 and LLC 1 each.
+    config = {"mmu.l1tlb.4k": 1, "cache.l1d": 2, "cache.l2": 1, "cache.llc": 1}
+    df = pd.DataFrame(
+        [
+            {f"stats.{k}": v for k, v in stats.items()}
+            | {f"config.{k}.latency": v for k, v in config.items()}
+        ]
     )
+    miss = 2 + 2 + 100 + 40
+    per_ref = 1 * 60 / 200 + 0.75 * 2 + 0.25 * miss + 20 / 200 * 30
     assert math.isclose(float(sparta_accel.cpi_model(df).iloc[0]), 1 + 0.2 * per_ref)
 
 

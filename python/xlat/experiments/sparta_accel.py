@@ -79,12 +79,6 @@ FIG10_SYSTEMS = {
 FIG9_SPARTA = tuple(label for label in FIG9_SYSTEMS if label.startswith("SPARTA"))
 FIG10_SPARTA = tuple(label for label in FIG10_SYSTEMS if label.startswith("SPARTA"))
 
-#: Cycles of the accelerators' structures (the presets' values: L1D 2, the one-line L2 and
-#: LLC placeholders 1 each, every TLB 1), which the CPI model takes as its latencies.
-L1D_CYCLES = 2
-PLACEHOLDER_CYCLES = 2
-TLB_CYCLES = 1
-
 
 def workloads(scale: str) -> dict[str, dict]:
     return {name: {"keys": KEYS[scale]} for name in WORKLOADS}
@@ -97,16 +91,22 @@ def _col(df: pd.DataFrame, name: str) -> pd.Series:
     return df[column].fillna(0).astype(float)
 
 
+def _latency(df: pd.DataFrame, key: str) -> pd.Series:
+    """A latency from each run's resolved config (``cache.l1d``, ``mmu.l1tlb.4k``, ...)."""
+    return df[f"config.{key}.latency"].astype(float)
+
+
 def cpi_model(df: pd.DataFrame) -> pd.Series:
     """§6.3's CPI model of each run, from the run's own counters: cycles per instruction of an
     in-order accelerator that executes one instruction a cycle and stalls on every memory
     reference for
 
     * the accelerator-side TLB lookup, for the references that make one (all with a physical
-      cache, the cache's misses with a virtual one), at ``TLB_CYCLES``;
-    * the cache: its hit latency for hits; for misses, the cache and the placeholder levels
-      and the average DRAM read with its network round trip (``dram.data.total_latency /
-      reads`` plus ``topology.network_cycles`` per DRAM read);
+      cache, the cache's misses with a virtual one), at the TLB's latency;
+    * the cache: its hit latency for hits; for misses, the L1D's, the L2's and the LLC's (the
+      accelerator presets' one-line stand-ins for caches accelerators lack: a cycle each) and
+      the average DRAM read with its network round trip (``dram.data.total_latency / reads``
+      plus ``topology.network_cycles`` per DRAM read);
     * translation past the accelerator-side TLB: the average translation miss penalty
       (``mmu.translation_cycles / mmu.l1_misses``: memory-side TLB probe, walk) for each
       miss.
@@ -123,14 +123,16 @@ def cpi_model(df: pd.DataFrame) -> pd.Series:
     reads = _col(df, "dram.data.reads") + _col(df, "dram.translation.reads")
     dram = _col(df, "dram.data.total_latency") / _col(df, "dram.data.reads").where(lambda r: r > 0)
     network = _col(df, "topology.network_cycles") / reads.where(reads > 0)
-    miss_latency = L1D_CYCLES + PLACEHOLDER_CYCLES + dram.fillna(0) + network.fillna(0)
+    l1d = _latency(df, "cache.l1d")
+    beyond = _latency(df, "cache.l2") + _latency(df, "cache.llc")
+    miss_latency = l1d + beyond + dram.fillna(0) + network.fillna(0)
     penalty = (_col(df, "mmu.translation_cycles") / tlb_misses.where(tlb_misses > 0)).fillna(0)
     accesses = (hits + misses).where(hits + misses > 0)
     f = refs / instructions.where(instructions > 0)
     h = hits / accesses
     stall = (
-        TLB_CYCLES * lookups / refs.where(refs > 0)
-        + h * L1D_CYCLES
+        _latency(df, "mmu.l1tlb.4k") * lookups / refs.where(refs > 0)
+        + h * l1d
         + (1 - h) * miss_latency
         + tlb_misses / refs.where(refs > 0) * penalty
     )
