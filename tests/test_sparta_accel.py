@@ -22,7 +22,9 @@ ONE_PARTITION = {"schemes.sparta.partitions": 1}
 def test_cpi_model_is_the_stated_formula() -> None:
     # One run: 1000 instructions, 200 references, 150 cache hits and 50 misses, 60 TLB
     # lookups of which 20 miss, 600 translation cycles past the TLB (30 a miss), 50 DRAM data
-    # reads of 100 cycles each and 40 network cycles each.
+    # reads of 100 cycles each that crossed the network, 40 cycles each (10 to the local
+    # socket's controllers, 40 to others), and 30 memory-side walk reads at their own
+    # controller, which cross nothing: the trip a data miss pays is 40, not 2000 / 80.
     stats = {
         "core.instructions": 1000,
         "core.memory_refs": 200,
@@ -33,6 +35,10 @@ def test_cpi_model_is_the_stated_formula() -> None:
         "mmu.translation_cycles": 600,
         "dram.data.reads": 50,
         "dram.data.total_latency": 5000,
+        "dram.translation.reads": 30,
+        "topology.local": 10,
+        "topology.remote": 40,
+        "topology.controller_local": 30,
         "topology.network_cycles": 2000,
     }
     # The accelerator presets' latencies: TLB 1, L1D 2, the one-line L2 and LLC 1 each.

@@ -106,7 +106,10 @@ def cpi_model(df: pd.DataFrame) -> pd.Series:
     * the cache: its hit latency for hits; for misses, the L1D's, the L2's and the LLC's (the
       accelerator presets' one-line stand-ins for caches accelerators lack: a cycle each) and
       the average DRAM read with its network round trip (``dram.data.total_latency / reads``
-      plus ``topology.network_cycles`` per DRAM read);
+      plus the average round trip of the reads that crossed a network,
+      ``topology.network_cycles / (topology.local + topology.remote)``: SPARTA's memory-side
+      walks are read at their own controller and cross nothing, so averaging the trips over
+      every DRAM read would shorten the trip each data miss makes);
     * translation past the accelerator-side TLB: the average translation miss penalty
       (``mmu.translation_cycles / mmu.l1_misses``: memory-side TLB probe, walk) for each
       miss.
@@ -120,9 +123,9 @@ def cpi_model(df: pd.DataFrame) -> pd.Series:
     misses = _col(df, "cache.l1d.by_kind.data.misses")
     lookups = _col(df, "mmu.l1tlb.accesses")
     tlb_misses = _col(df, "mmu.l1_misses")
-    reads = _col(df, "dram.data.reads") + _col(df, "dram.translation.reads")
     dram = _col(df, "dram.data.total_latency") / _col(df, "dram.data.reads").where(lambda r: r > 0)
-    network = _col(df, "topology.network_cycles") / reads.where(reads > 0)
+    crossed = _col(df, "topology.local") + _col(df, "topology.remote")
+    network = _col(df, "topology.network_cycles") / crossed.where(crossed > 0)
     l1d = _latency(df, "cache.l1d")
     beyond = _latency(df, "cache.l2") + _latency(df, "cache.llc")
     miss_latency = l1d + beyond + dram.fillna(0) + network.fillna(0)
