@@ -54,6 +54,37 @@ def test_cpi_model_is_the_stated_formula() -> None:
     assert math.isclose(float(sparta_accel.cpi_model(df).iloc[0]), 1 + 0.2 * per_ref)
 
 
+def test_overhead_cut_is_conventional_over_sparta_translation_share() -> None:
+    # Per structure: cycles and translation stalls; overhead = stalls / other cycles.
+    runs = [
+        ("a", sparta_accel.BASELINE, 2000, 1000),  # overhead 1.0
+        ("a", "SPARTA-32 4K", 1250, 250),  # 0.25: cut 4
+        ("b", sparta_accel.BASELINE, 3000, 1000),  # 0.5
+        ("b", "SPARTA-32 4K", 1100, 100),  # 0.1: cut 5
+        ("a", "Conventional 2M", 1500, 500),  # 0.5
+        ("a", "SPARTA-32 2M", 1000, 0),  # no stalls: left out
+        ("b", "Conventional 2M", 1200, 200),  # 0.2
+        ("b", "SPARTA-32 2M", 1010, 10),  # 0.01: cut 20
+    ]
+    df = pd.DataFrame(
+        [
+            {
+                "status": "ok",
+                "workload": w,
+                "label": label,
+                "stats.core.cycles": cycles,
+                "stats.mmu.translation_cycles": stalls,
+            }
+            for w, label, cycles, stalls in runs
+        ]
+    )
+    cuts = sparta_accel.overhead_cuts(df)
+    assert math.isclose(cuts["fig10_overhead_cut_4k_avg"], 4.5)
+    assert math.isclose(cuts["fig10_overhead_cut_4k_max"], 5.0)
+    assert math.isclose(cuts["fig10_overhead_cut_2m_avg"], 20.0)
+    assert math.isclose(cuts["fig10_overhead_cut_2m_max"], 20.0)
+
+
 def test_fig9_eight_accelerator_entries_beat_the_conventional_128(tiny_reproduction) -> None:
     outcome = tiny_reproduction("sparta-fig9")
     sim = sparta_accel.speedups(outcome.results)

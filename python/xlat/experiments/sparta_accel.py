@@ -245,9 +245,10 @@ def overhead_cuts(df: pd.DataFrame) -> dict[str, float]:
     moves every DRAM trip's network share by more than SPARTA-32 2M's translation costs.) The
     cut is the conventional system's overhead over SPARTA's, per structure, then averaged
     (and its maximum, the paper's "up to")."""
-    ok = _frame(df)
+    ok = df[df["status"] == "ok"].copy()
     translation = _col(ok, "mmu.translation_cycles")
-    ok["overhead"] = translation / (ok["cycles"] - translation).where(lambda c: c > 0)
+    rest = _col(ok, "core.cycles") - translation
+    ok["overhead"] = translation / rest.where(rest > 0)
     table = ok.pivot_table(index="workload", columns="label", values="overhead")
     values = {}
     for key, sparta, conventional in (
