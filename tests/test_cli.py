@@ -342,6 +342,9 @@ def test_reproduce_list_aligns_its_columns(run_cli) -> None:
     # The citation column starts at one offset, past the longest id.
     starts = {line.index(line.split()[1]) for line in lines}
     assert len(starts) == 1 and min(len(line.split()[0]) for line in lines) < starts.pop() - 2
+    # Figure numbers in numeric order: Fig 2 before Fig 10.
+    ids = [line.split()[0] for line in lines]
+    assert ids.index("sparta-fig2") < ids.index("sparta-fig9") < ids.index("sparta-fig10")
 
 
 @pytest.mark.engine

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -189,9 +190,15 @@ def register(reproduction: Reproduction) -> Reproduction:
     return reproduction
 
 
+def _natural(reproduction_id: str) -> list:
+    """Sort key reading the numbers in an id as numbers: ``sparta-fig2`` before
+    ``sparta-fig10``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", reproduction_id)]
+
+
 def reproductions() -> list[Reproduction]:
-    """Every reproduction, in a stable order."""
-    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+    """Every reproduction, in a stable order: by paper, then by figure number."""
+    return [_REGISTRY[k] for k in sorted(_REGISTRY, key=_natural)]
 
 
 def get(reproduction_id: str) -> Reproduction:
