@@ -311,17 +311,59 @@ FASTER = 1.05
 FEWER_MISSES = 0.85
 
 
-def miss_share(df: pd.DataFrame, label: str) -> float:
-    """``label``'s memory-side TLB misses over the baseline's TLB misses, averaged over the
-    structures (NaN if either is missing)."""
-    ok = _frame(df)
+def miss_shares(df: pd.DataFrame, label: str) -> pd.Series:
+    """``label``'s memory-side TLB misses over the baseline's TLB misses, per structure
+    (empty if either is missing)."""
+    ok = df[df["status"] == "ok"].copy()
     ok["tlb_misses"] = _col(ok, "mmu.memory_side_tlb.misses")
     base = ok["label"] == BASELINE
     ok.loc[base, "tlb_misses"] = _col(ok[base], "mmu.l1tlb.misses")
     table = ok.pivot_table(index="workload", columns="label", values="tlb_misses")
     if label not in table or BASELINE not in table:
-        return math.nan
-    return _mean(table[label] / table[BASELINE].where(table[BASELINE] > 0))
+        return pd.Series(dtype=float)
+    return table[label] / table[BASELINE].where(table[BASELINE] > 0)
+
+
+def miss_share(df: pd.DataFrame, label: str) -> float:
+    """:func:`miss_shares` averaged over the structures (NaN if either is missing)."""
+    return _mean(miss_shares(df, label))
+
+
+#: At least this share of the conventional TLB's misses: the memory-side TLBs miss about as
+#: often (the hash table's random buckets at paper scale).
+ALIKE = 0.95
+#: At most this share on each other structure: the memory-side TLBs show a cut there.
+CUT = 0.9
+
+
+def _hash_table_misses_alike(label: str):
+    """The measured cause of the paper-scale mark: the hash table's memory-side misses are
+    within 5% of the conventional TLB's, while each other structure's stays under ``CUT``;
+    ``None`` while that holds, else what was measured."""
+
+    def cause(df: pd.DataFrame, _scale: str) -> str | None:
+        shares = miss_shares(df, label)
+        if "hashtable" not in shares or len(shares) < 2:
+            return f"no hash table beside other structures to compare ({dict(shares)})"
+        others = shares.drop("hashtable")
+        if shares["hashtable"] >= ALIKE and (others <= CUT).all():
+            return None
+        return (
+            f"{label}'s memory-side misses over conventional's: hash table "
+            f"{shares['hashtable']:.3f}, others {others.round(3).to_dict()}"
+        )
+
+    return cause
+
+
+def _paper_scale_mark(label: str) -> str:
+    return (
+        f"at 2^27 keys (4-8 GiB) the hash table's lookups hit random buckets, and {label}'s "
+        "memory-side TLBs (1024 entries over 8 partitions, 4 MiB of reach) miss them as often "
+        "as the conventional 128-entry TLB (0.999 of its misses); the trees and the skip list "
+        "show partitioning's cut (0.78-0.86), but the average over the four is 0.86, above "
+        "the clause's 0.85. Every other clause holds"
+    )
 
 
 def _fig9_holds(df: pd.DataFrame, _values) -> bool:
@@ -416,6 +458,8 @@ register(
         "SPARTA-8 4K (paper: 1.4x and 1.57x); SPARTA-8's memory-side TLBs miss at least 15% "
         "less often than the conventional TLB (on average)",
         direction_check=_fig10_holds,
+        direction_not_shown={"paper": _paper_scale_mark("SPARTA-8 4K")},
+        not_shown_cause=_hash_table_misses_alike("SPARTA-8 4K"),
         overrides=COMMON,
         notes=NOTES,
     )
