@@ -438,6 +438,8 @@ register(
         "and no slower than with 1 entry; its memory-side TLBs miss at least 15% less often "
         "than the conventional TLB (on average)",
         direction_check=_fig9_holds,
+        direction_not_shown={"paper": _paper_scale_mark("SPARTA-8 8")},
+        not_shown_cause=_hash_table_misses_alike("SPARTA-8 8"),
         overrides=COMMON,
         notes=NOTES,
     )
