@@ -662,6 +662,14 @@ FIG6_OVERRIDES = {
     "os.swap.enabled": True,
     "os.swap.policy": "lru",
     "workload.populate": True,
+    # Memory about the footprint fills every frame, so each partition's table sits at its
+    # full load (1/4: a page an entry, four entries a bucket, a bucket a frame), and swapping
+    # inserts pages again and again: at 2^25 keys a page's home bucket and the three after it
+    # were now and then all full (3 of 12 paper-scale runs stopped out of memory with the
+    # default 4). IBM Power's hashed table, which the prototype copies (§5), evicts an entry
+    # then; ours has no table behind it to refill from, so its insertions search 8 buckets.
+    # A walk still reads only its home bucket unless that one is full.
+    "schemes.sparta.probe_limit": 8,
 }
 
 
