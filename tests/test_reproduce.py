@@ -102,7 +102,8 @@ def test_a_mark_needs_a_measured_cause_and_says_when_it_is_gone(tmp_path: Path) 
     verdict = experiments.registry._direction_verdict(gone, "tiny", False, stale)
     assert verdict.endswith("[STALE MARK: its cause is no longer measured: measured otherwise]")
     # An unmarked scale has no cause to check.
-    assert experiments.registry._stale_mark(gone, "paper", pd.DataFrame()) is None
+    tiny_only = dataclasses.replace(gone, direction_not_shown={"tiny": "tiny footprints"})
+    assert experiments.registry._stale_mark(tiny_only, "paper", pd.DataFrame()) is None
 
 
 @pytest.mark.parametrize("scale", experiments.SCALES)

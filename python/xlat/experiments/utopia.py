@@ -209,6 +209,34 @@ def _radix_walks_are_cached_reads(df: pd.DataFrame, _scale: str) -> str | None:
     )
 
 
+#: ECH's walk requests over Radix's (mean over workloads) above which the cause of
+#: utopia-fig1-2's paper-scale mark holds: its CWC misses probe every way (paper: 1.52x).
+ECH_EVERY_WAY = 2.0
+
+
+def _ech_probes_every_way(df: pd.DataFrame) -> str | None:
+    """The cause of utopia-fig1-2's paper-scale mark: at Table 2's footprints ECH's PMD-CWC
+    (16 entries of one 2 MiB region each) misses on most walks of the large workloads, each
+    miss probes every way of every page size, and ECH makes over ``ECH_EVERY_WAY`` times
+    Radix's walk requests, where the paper's ECH makes 1.52 times."""
+    requests = _ok(df).assign(walk_refs=lambda t: _walk_refs(t))
+    per = requests.pivot_table(index="workload", columns="label", values="walk_refs")
+    ratio = float((per["ECH"] / per["Radix"].where(per["Radix"] > 0)).mean())
+    if ratio > ECH_EVERY_WAY:
+        return None
+    return (
+        f"ECH makes {ratio:.2f}x Radix's walk requests (the mark needs over {ECH_EVERY_WAY}x; "
+        "the paper's ECH 1.52x)"
+    )
+
+
+def _fig12_mark_cause(df: pd.DataFrame, scale: str) -> str | None:
+    """Below paper scale: Radix's walks are cached reads. Paper: ECH probes every way."""
+    if scale == "paper":
+        return _ech_probes_every_way(df)
+    return _radix_walks_are_cached_reads(df, scale)
+
+
 #: Most workloads walk this rarely at tiny scale (Radix's L2 TLB misses per run).
 RARE_WALKS = 100
 
@@ -226,9 +254,12 @@ def rarely_walked(df: pd.DataFrame, _scale: str) -> str | None:
     )
 
 
-#: The TAR cache's hit rate below which it "hits about never", the cause of the marks of
-#: utopia-fig11-16 and -fig17 at quick scale (the paper's Fig 18 measures 98%).
-RARE_TAR_HITS = 0.1
+#: The TAR cache's hit rate below which it is the cause of the marks of utopia-fig11-16 and
+#: -fig17 (the paper's Fig 18 measures 98%): "about never" at quick and full scale, where
+#: consecutive pages fall in consecutive sets and a TAR line serves one page of a sweep; under
+#: half at paper scale, which measures 6-35% per workload (results/paper/utopia-fig11-16).
+RARE_TAR_HITS = {"paper": 0.5}
+RARE_TAR_HITS_DEFAULT = 0.1
 
 
 def tar_cache_hit_rate(df: pd.DataFrame, label: str = "Utopia") -> float:
@@ -238,14 +269,13 @@ def tar_cache_hit_rate(df: pd.DataFrame, label: str = "Utopia") -> float:
     return float(hits / (hits + runs["stats.mmu.tar_cache.misses"].sum()))
 
 
-def tar_cache_rarely_hits(df: pd.DataFrame, _scale: str) -> str | None:
-    """Utopia's TAR cache hits under ``RARE_TAR_HITS`` of its lookups."""
+def tar_cache_rarely_hits(df: pd.DataFrame, scale: str) -> str | None:
+    """Utopia's TAR cache hits under ``RARE_TAR_HITS`` of its lookups at ``scale``."""
     rate = tar_cache_hit_rate(df)
-    if rate < RARE_TAR_HITS:
+    bound = RARE_TAR_HITS.get(scale, RARE_TAR_HITS_DEFAULT)
+    if rate < bound:
         return None
-    return (
-        f"the TAR cache hits {rate:.1%} of its lookups (the mark needs under {RARE_TAR_HITS:.0%})"
-    )
+    return f"the TAR cache hits {rate:.1%} of its lookups (the mark needs under {bound:.0%})"
 
 
 def _speedups(df: pd.DataFrame, label: str, baseline: str = "Radix") -> pd.Series:
@@ -441,16 +471,29 @@ register(
         direction_check=lambda df, v: ascending(
             v["ech_avg_walk_latency_avg"], v["radix_avg_walk_latency_avg"], strict=True
         ),
-        # Every scale below "paper": even "full" stays below the paper's 8-33 GB, and the cause
-        # is the walk locality that small footprints give, not the length of the run.
+        # Below "paper" (even "full" stays below the paper's 8-33 GB) the cause is the walk
+        # locality small footprints give, not the length of the run; at "paper" it is ECH's
+        # CWC reach.
         direction_not_shown=dict.fromkeys(
             ("tiny", "quick", "full"),
             "at our footprints radix PTEs mostly hit in the caches and the upper levels in the "
             "PWCs, so a radix walk is about one cached read, while an ECH walk that misses its "
             "CWCs (16 PMD-CWC entries cover 32 MiB) probes every way, and the extra lines load "
             "the caches and DRAM",
-        ),
-        not_shown_cause=_radix_walks_are_cached_reads,
+        )
+        | {
+            "paper": "measured at Table 2's footprints (results/paper/utopia-fig1-2): ECH's "
+            "walks take 145 cycles against Radix's 119 (1.12-1.52x on every workload). Radix's "
+            "PWCs leave it 1.0-1.9 requests a walk, so ECH's parallel probes have little "
+            "sequence to cut, while ECH's 16-entry PMD-CWC (32 MiB of reach) misses 70-100% of "
+            "its lookups on GUPS, k-mer, DLRM-SLS and XSBench, and each miss probes every way: "
+            "6.6-9.0 requests a walk there (2.7-4.8 of them from DRAM, against Radix's "
+            "0.65-0.95), 2.9x Radix's requests on average (the paper's ECH 1.52x). Where the "
+            "CWC hits (BFS and bc, 98%), ECH's walks are still 1.14x and 1.22x Radix's: the "
+            "hash and CWC lookup come first (6 cycles) and its lines reach DRAM more often "
+            "(0.12 against 0.09 DRAM reads a walk on BFS)",
+        },
+        not_shown_cause=_fig12_mark_cause,
         notes=NOTES_COMMON + " An ECH walk whose CWC entry is cached probes the one way it "
         "names for each page size present; one that misses the CWC (16 PMD-CWC entries cover "
         "32 MiB, against 64 regions per entry in ECPT's Cuckoo Walk Tables) probes all 4 ways "
