@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shutil
 from pathlib import Path
 
 import matplotlib.image
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 
 import xlat
-from xlat import experiments
+from xlat import cli, experiments
 
 pytestmark = pytest.mark.engine
 
@@ -90,6 +91,24 @@ def test_reproduction_at_tiny_scale(reproduction_id: str, tiny_reproduction) -> 
     )
     assert again.comparison.equals(table)
     assert again.direction == outcome.direction
+
+
+def test_status_counts_finished_shared_and_missing_runs(tiny_reproduction, tmp_path: Path) -> None:
+    # utopia-fig1-2's runs (Radix and ECH) are utopia-fig5's too: in a directory holding
+    # only fig1-2's sweep, fig5's status finds them to copy and the rest to simulate.
+    walks = tiny_reproduction("utopia-fig1-2")
+    done = experiments.run_status("utopia-fig1-2", "tiny", walks.out.parent)
+    assert done.runs > 0 and done.finished == done.runs and done.todo == 0
+    assert len(done.elapsed_s) == done.runs
+    out = tmp_path / "out"
+    shutil.copytree(walks.out / "sweep", out / "utopia-fig1-2" / "sweep")
+    shared = experiments.run_status("utopia-fig5", "tiny", out)
+    assert shared.finished == 0
+    assert shared.reusable == done.runs
+    assert shared.todo == shared.runs - done.runs > 0
+    line = cli._format_status("utopia-fig5", "tiny", shared)
+    assert f"{done.runs} to copy from another reproduction" in line
+    assert f"{shared.todo} to simulate (about " in line
 
 
 def test_a_mark_needs_a_measured_cause_and_says_when_it_is_gone(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@
                   [--backend local|dask] [--jobs N] [--scheduler ADDR]
     xlat query    SQL SWEEP_DIR... [--csv | --json]
     xlat report   SWEEP_DIR [--out FILE]
-    xlat reproduce [--list] [--check] [ID | all] [--quick | --tiny | --scale S]
+    xlat reproduce [--list] [--check] [--status] [ID | all] [--quick | --tiny | --scale S]
                   [--out DIR] [--jobs N]
 
 Every error of the engine or of the command line is printed as ``xlat: error: <message>`` on
@@ -602,6 +602,10 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
                 runs = experiments.check_configs(rep.id, scale, scratch, boot=True)
                 _print(f"{rep.id}: {runs} runs resolve and boot at {scale} scale")
         return 0
+    if args.status:
+        for rep in chosen:
+            _print(_format_status(rep.id, scale, experiments.run_status(rep.id, scale, args.out)))
+        return 0
     outcomes = []
     for rep in chosen:
         sys.stderr.write(f"xlat reproduce: {rep.id} ({rep.paper} {rep.figure}), scale {scale}\n")
@@ -632,6 +636,19 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         )
         _print(f"report: {path}")
     return 0
+
+
+def _format_status(reproduction_id: str, scale: str, st) -> str:
+    """One line of ``xlat reproduce --status``: the counts, and the time the runs still to
+    simulate would take at the finished ones' mean (one run at a time)."""
+    line = (
+        f"{reproduction_id}: {st.runs} runs at {scale} scale: {st.finished} finished, "
+        f"{st.reusable} to copy from another reproduction, {st.todo} to simulate"
+    )
+    if st.todo and st.elapsed_s:
+        mean = sum(st.elapsed_s) / len(st.elapsed_s)
+        line += f" (about {st.todo * mean / 3600:.1f} h at the finished runs' {mean:.0f} s each)"
+    return line
 
 
 def _format_inspect(s: dict) -> str:
@@ -964,6 +981,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="resolve and boot every run's machine without simulating (seconds), then exit: "
         "a scale that cannot start says so before hours of runs",
+    )
+    p.add_argument(
+        "--status",
+        action="store_true",
+        help="say how many runs are finished in DIR, finished by another reproduction there "
+        "(copied when this one runs) and still to simulate, without running anything",
     )
     scale = p.add_mutually_exclusive_group()
     scale.add_argument(

@@ -41,7 +41,16 @@ from . import api
 from .progress import runs_bar
 from .results import RUN_FILE, RUNS_DIR, SWEEP_FILE, collect, write_atomic
 
-__all__ = ["RunSpec", "SweepResult", "execute", "plan", "sweep"]
+__all__ = [
+    "RunSpec",
+    "SweepResult",
+    "SweepStatus",
+    "execute",
+    "identify",
+    "plan",
+    "status",
+    "sweep",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 WorkloadSpec = Union[str, Mapping[str, Mapping[str, Any]], Sequence[Any]]
@@ -465,20 +474,9 @@ def sweep(
             ``report_failures=False``.
     """
     out = Path(out)
-    specs = plan(base, grid, workloads, seeds, overrides)
-    core = api.engine()
-    version = core.__version__
-    ids: list[str] = []
-    by_id: dict[str, RunSpec] = {}
-    for spec in specs:
-        try:
-            resolved = core.resolve(spec.system, list(spec.overrides), None)
-        except core.XlatError as exc:
-            raise core.XlatError(f"sweep point {spec.label or spec.system!r}: {exc}") from exc
-        rid = run_id(resolved, version)
-        if rid not in by_id:
-            ids.append(rid)
-            by_id[rid] = spec
+    by_id = identify(plan(base, grid, workloads, seeds, overrides))
+    ids = list(by_id)
+    version = api.engine().__version__
     out.mkdir(parents=True, exist_ok=True)
     manifest = {
         "xlat_version": version,
@@ -525,6 +523,63 @@ def sweep(
     if report_failures:
         _report_failures(result)
     return result
+
+
+def identify(specs: Iterable[RunSpec]) -> dict[str, RunSpec]:
+    """The run id of every spec (points that resolve to the same config are one run), in
+    order.
+
+    Raises:
+        xlat.XlatError: for the first point whose config does not resolve, naming it.
+    """
+    core = api.engine()
+    version = core.__version__
+    by_id: dict[str, RunSpec] = {}
+    for spec in specs:
+        try:
+            resolved = core.resolve(spec.system, list(spec.overrides), None)
+        except core.XlatError as exc:
+            raise core.XlatError(f"sweep point {spec.label or spec.system!r}: {exc}") from exc
+        by_id.setdefault(run_id(resolved, version), spec)
+    return by_id
+
+
+@dataclass
+class SweepStatus:
+    """How much of a sweep is done, without running anything (:func:`status`)."""
+
+    runs: int
+    #: Finished in the sweep's own directory.
+    finished: int
+    #: Finished in another sweep of ``reuse`` only: copied, not simulated, when it runs.
+    reusable: int
+    #: Wall seconds the finished runs took, each where it ran.
+    elapsed_s: list[float]
+
+    @property
+    def todo(self) -> int:
+        """Runs that would be simulated."""
+        return self.runs - self.finished - self.reusable
+
+
+def status(run_ids: Iterable[str], out: PathLike, reuse: Iterable[PathLike] = ()) -> SweepStatus:
+    """Which of ``run_ids`` are finished in ``out``, which only in a sweep of ``reuse``."""
+    out = Path(out)
+    sources = [Path(p) for p in reuse if Path(p).resolve() != out.resolve()]
+    ids = list(run_ids)
+    done = SweepStatus(runs=len(ids), finished=0, reusable=0, elapsed_s=[])
+    for rid in ids:
+        where = next((d for d in [out, *sources] if _finished(d, rid)), None)
+        if where is None:
+            continue
+        if where == out:
+            done.finished += 1
+        else:
+            done.reusable += 1
+        record = json.loads((where / RUNS_DIR / rid / RUN_FILE).read_text(encoding="utf-8"))
+        if record.get("elapsed_s") is not None:
+            done.elapsed_s.append(float(record["elapsed_s"]))
+    return done
 
 
 def _report_failures(result: SweepResult) -> None:

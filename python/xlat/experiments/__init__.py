@@ -41,6 +41,7 @@ from .registry import (
     reproduce,
     reproductions,
     resolved_configs,
+    run_status,
     write_combined_report,
 )
 
@@ -58,5 +59,6 @@ __all__ = [
     "reproduce",
     "reproductions",
     "resolved_configs",
+    "run_status",
     "write_combined_report",
 ]

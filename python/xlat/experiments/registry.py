@@ -25,6 +25,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,7 @@ import pandas as pd
 from .. import api, plots
 from ..report import write_report
 from ..results import write_atomic
-from ..sweep import sweep
+from ..sweep import SweepStatus, identify, plan, status, sweep
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,6 +56,7 @@ __all__ = [
     "reproduce",
     "reproductions",
     "resolved_configs",
+    "run_status",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -450,6 +452,30 @@ def check_configs(
     return runs
 
 
+def _other_sweeps(out: PathLike) -> list[Path]:
+    """The sweeps of every reproduction in ``out``. Reproductions of one paper share systems
+    (Radix, ECH, ... at the same scale): a run that another reproduction in ``out`` finished
+    is the same simulation, and is copied."""
+    return sorted(p for p in Path(out).glob("*/sweep") if p.is_dir())
+
+
+def run_status(
+    reproduction_id: str, scale: str = "quick", out: PathLike = "out/reproduce"
+) -> SweepStatus:
+    """How much of a reproduction's sweep at ``scale`` is done in ``out``, without running
+    anything: its runs finished there, finished only by another reproduction in ``out`` (to
+    be copied), and to simulate, with the wall seconds of those finished.
+
+    Raises:
+        xlat.XlatError: naming the key, for the first run whose config does not resolve.
+    """
+    rep = get(reproduction_id)
+    with tempfile.TemporaryDirectory() as scratch:
+        configs, workload_list, overrides = _plan(rep, scale, Path(scratch))
+        ids = identify(plan(configs, workloads=workload_list, overrides=overrides))
+    return status(ids, Path(out) / rep.id / "sweep", reuse=_other_sweeps(out))
+
+
 def reproduce(
     reproduction_id: str,
     *,
@@ -471,9 +497,6 @@ def reproduce(
     base = Path(out) / rep.id
     configs, workload_list, overrides = _plan(rep, scale, base / "systems")
     workloads = rep.workloads[scale]
-    # Reproductions of one paper share systems (Radix, ECH, ... at the same scale): a run that
-    # another reproduction in ``out`` finished is the same simulation, and is copied.
-    others = sorted(p for p in Path(out).glob("*/sweep") if p.is_dir())
     result = sweep(
         configs,
         workloads=workload_list,
@@ -483,7 +506,7 @@ def reproduce(
         jobs=jobs,
         scheduler=scheduler,
         progress=progress,
-        reuse=others,
+        reuse=_other_sweeps(out),
         report_failures=False,
     )
     df = result.load()
