@@ -489,7 +489,7 @@ def sweep(
     }
     write_atomic(out / SWEEP_FILE, json.dumps(manifest, indent=2, default=str))
 
-    sources = [Path(p) for p in reuse if Path(p).resolve() != out.resolve()]
+    sources = _other_sources(out, reuse)
     unfinished = [rid for rid in ids if not _finished(out, rid)]
     adopted = {rid for rid in unfinished if sources and _adopt(out, rid, by_id[rid], sources)}
     todo = [(rid, by_id[rid].to_dict()) for rid in unfinished if rid not in adopted]
@@ -523,6 +523,11 @@ def sweep(
     if report_failures:
         _report_failures(result)
     return result
+
+
+def _other_sources(out: Path, reuse: Iterable[PathLike]) -> list[Path]:
+    """The sweeps of ``reuse`` other than ``out`` itself."""
+    return [Path(p) for p in reuse if Path(p).resolve() != out.resolve()]
 
 
 def identify(specs: Iterable[RunSpec]) -> dict[str, RunSpec]:
@@ -565,7 +570,7 @@ class SweepStatus:
 def status(run_ids: Iterable[str], out: PathLike, reuse: Iterable[PathLike] = ()) -> SweepStatus:
     """Which of ``run_ids`` are finished in ``out``, which only in a sweep of ``reuse``."""
     out = Path(out)
-    sources = [Path(p) for p in reuse if Path(p).resolve() != out.resolve()]
+    sources = _other_sources(out, reuse)
     ids = list(run_ids)
     done = SweepStatus(runs=len(ids), finished=0, reusable=0, elapsed_s=[])
     for rid in ids:

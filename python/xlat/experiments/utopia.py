@@ -230,7 +230,7 @@ def _ech_probes_every_way(df: pd.DataFrame) -> str | None:
     )
 
 
-def _fig12_mark_cause(df: pd.DataFrame, scale: str) -> str | None:
+def _walks_mark_cause(df: pd.DataFrame, scale: str) -> str | None:
     """Below paper scale: Radix's walks are cached reads. Paper: ECH probes every way."""
     if scale == "paper":
         return _ech_probes_every_way(df)
@@ -493,7 +493,7 @@ register(
             "hash and CWC lookup come first (6 cycles) and its lines reach DRAM more often "
             "(0.12 against 0.09 DRAM reads a walk on BFS)",
         },
-        not_shown_cause=_fig12_mark_cause,
+        not_shown_cause=_walks_mark_cause,
         notes=NOTES_COMMON + " An ECH walk whose CWC entry is cached probes the one way it "
         "names for each page size present; one that misses the CWC (16 PMD-CWC entries cover "
         "32 MiB, against 64 regions per entry in ECPT's Cuckoo Walk Tables) probes all 4 ways "
