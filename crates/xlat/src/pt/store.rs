@@ -6,16 +6,32 @@
 
 use crate::addr::{Pfn, PhysAddr};
 use crate::mem::prefetch_host;
+use std::cell::Cell;
 
 pub const WORDS_PER_FRAME: usize = 512;
 
-type Frame = Box<[u64; WORDS_PER_FRAME]>;
+/// A frame's contents, stored inline in [`PtStore`]'s arena (no pointer to chase).
+type Frame = [u64; WORDS_PER_FRAME];
 
 /// The steps of [`PtStore::prefetch`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prefetch {
     Index,
     Word,
+}
+
+/// `owner` of a slot whose frame was released.
+const NO_OWNER: u64 = u64::MAX;
+
+/// A table frame and the slot of [`PtStore`] its contents were in when the reference was
+/// taken: what a walker keeps in its page-walk caches, so that a read in a cached table goes
+/// straight to its contents. Without it a read costs the host two dependent loads that miss
+/// its caches on large tables (the direct index's entry, then the word); with it, one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableRef {
+    pub pfn: Pfn,
+    /// 1 + the index in `frames`, or 0 if `pfn` held no table when the reference was taken.
+    slot: u32,
 }
 
 /// Table frames, found by frame number through a direct index: a walk reads a few entries at
@@ -26,7 +42,20 @@ pub struct PtStore {
     /// `slot_of[pfn]`: 0 when `pfn` holds no table, else 1 + its index in `frames`. Grows to
     /// the highest table frame number (4 bytes per frame of simulated memory at most).
     slot_of: Vec<u32>,
+    /// The frames' contents, one after another: a read is the index's load and then the
+    /// word's, with no pointer to a boxed frame between them.
     frames: Vec<Frame>,
+    /// `owner[i]`: the frame number whose contents `frames[i]` holds (`NO_OWNER` once
+    /// released), by which a [`TableRef`]'s remembered slot is checked.
+    owner: Vec<u64>,
+    /// `links[i][w]`: 1 + the slot where the table that word `w` of `frames[i]` points to
+    /// was found when a walk last followed it (0: never). A walk that follows the word again
+    /// goes to that slot if its owner is still the frame the word names, its load read from
+    /// `owner` (a short array the host keeps cached) instead of the direct index (one entry
+    /// per frame of simulated memory, which misses). Nothing clears a link: a word rewritten,
+    /// or a frame released, fails the owner's check and is looked up again. Kept in cells:
+    /// walks read the store through a shared reference, and a link simulates nothing.
+    links: Vec<[Cell<u32>; WORDS_PER_FRAME]>,
     /// Indices in `frames` of released frames, reused before `frames` grows.
     free: Vec<u32>,
     live: u64,
@@ -70,17 +99,24 @@ impl PtStore {
                 i
             }
             None => {
-                self.frames.push(Box::new([0; WORDS_PER_FRAME]));
+                self.frames.push([0; WORDS_PER_FRAME]);
+                self.links.push([const { Cell::new(0) }; WORDS_PER_FRAME]);
                 (self.frames.len() - 1) as u32
             }
         };
         self.slot_of[at] = slot + 1;
+        if slot as usize == self.owner.len() {
+            self.owner.push(pfn.0);
+        } else {
+            self.owner[slot as usize] = pfn.0;
+        }
         self.live += 1;
     }
 
     pub fn release_frame(&mut self, pfn: Pfn) {
         if let Some(slot) = self.slot_of.get_mut(pfn.0 as usize) {
             if *slot != 0 {
+                self.owner[*slot as usize - 1] = NO_OWNER;
                 self.free.push(*slot - 1);
                 *slot = 0;
                 self.live -= 1;
@@ -95,6 +131,44 @@ impl PtStore {
         debug_assert_eq!(addr.0 % 8, 0);
         self.frame(addr.pfn().0)
             .map_or(0, |f| f[((addr.0 & 0xfff) >> 3) as usize])
+    }
+
+    /// A reference to the table at `pfn`, remembering where its contents are now.
+    #[inline]
+    pub fn table(&self, pfn: Pfn) -> TableRef {
+        TableRef {
+            pfn,
+            slot: self.slot_of.get(pfn.0 as usize).copied().unwrap_or(0),
+        }
+    }
+
+    /// Word `index` (0..512) of `table`: what [`PtStore::read`] returns for that word's
+    /// address. The remembered slot is read if it still holds the frame (the owner's check
+    /// does not delay the word's load); a frame released or moved since is looked up again.
+    #[inline]
+    pub fn read_in(&self, table: TableRef, index: usize) -> u64 {
+        let at = (table.slot as usize).wrapping_sub(1);
+        match (self.owner.get(at), self.frames.get(at)) {
+            (Some(&owner), Some(f)) if owner == table.pfn.0 => f[index],
+            _ => self.read(PhysAddr(table.pfn.addr().0 + 8 * index as u64)),
+        }
+    }
+
+    /// The table at `pfn`, which word `index` of `table` points to: at the slot where it was
+    /// found the last time this word was followed if that slot still holds it, else looked
+    /// up in the index and remembered for the next time.
+    #[inline]
+    pub fn child(&self, table: TableRef, index: usize, pfn: Pfn) -> TableRef {
+        let Some(link) = self.links.get((table.slot as usize).wrapping_sub(1)) else {
+            return self.table(pfn);
+        };
+        let slot = link[index].get();
+        if self.owner.get((slot as usize).wrapping_sub(1)) == Some(&pfn.0) {
+            return TableRef { pfn, slot };
+        }
+        let child = self.table(pfn);
+        link[index].set(child.slot);
+        child
     }
 
     /// Ask the host to bring into its caches what a read of the word at `addr` needs: a hint
@@ -217,5 +291,39 @@ mod tests {
         assert_eq!(s.read_bits(base, 64, 4), 0);
         s.write_bits(base, 128, 64, u64::MAX);
         assert_eq!(s.read_bits(base, 128, 64), u64::MAX);
+    }
+
+    proptest::proptest! {
+        /// A table reference, however old, reads what the frame's address reads now: through
+        /// its slot while the frame keeps it, by the index once the frame was released (and
+        /// its slot perhaps reused by another) or when it was taken before the frame existed;
+        /// and so does one found by following a word, whatever that word's link remembers.
+        #[test]
+        fn table_refs_read_what_addresses_read(
+            ops in proptest::collection::vec((0u8..4, 0u64..6, 0usize..512, 1u64..1000), 1..80)
+        ) {
+            let mut s = PtStore::new();
+            let mut refs: Vec<TableRef> = Vec::new();
+            for (op, pfn, index, value) in ops {
+                let pfn = Pfn(pfn * 5);
+                let at = PhysAddr(pfn.addr().0 + 8 * index as u64);
+                match op {
+                    0 => s.zero_frame(pfn),
+                    1 => s.release_frame(pfn),
+                    2 if s.holds(pfn) => s.write(at, value),
+                    _ => {
+                        let parent = refs.get(value as usize % refs.len().max(1)).copied();
+                        refs.push(s.table(pfn));
+                        if let Some(p) = parent {
+                            refs.push(s.child(p, index, pfn));
+                        }
+                    }
+                }
+                for &r in &refs {
+                    let addr = PhysAddr(r.pfn.addr().0 + 8 * index as u64);
+                    proptest::prop_assert_eq!(s.read_in(r, index), s.read(addr));
+                }
+            }
+        }
     }
 }

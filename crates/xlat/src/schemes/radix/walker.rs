@@ -12,8 +12,8 @@ use crate::assoc::{SetAssoc, Vacancy};
 use crate::mem::MemKind;
 use crate::mmu::config::TlbConfig;
 use crate::mmu::walk::WalkPlan;
-use crate::pt::radix::{entry_addr, entry_frame, leaf_size, RadixPageTable, PRESENT};
-use crate::pt::store::PtStore;
+use crate::pt::radix::{entry_addr, entry_frame, index, leaf_size, RadixPageTable, PRESENT};
+use crate::pt::store::{PtStore, TableRef};
 use serde::Serialize;
 
 /// PWC levels: entries of levels 2 (PD), 3 (PDPT), 4 (PML4), 5 (PML5).
@@ -28,8 +28,11 @@ pub struct PwcStats {
 }
 
 pub struct RadixWalker {
-    /// Indexed by `level - 2`; `None` when the PWC is configured away (`entries = 0`).
-    pwc: [Option<SetAssoc<Pfn>>; 4],
+    /// Indexed by `level - 2`; `None` when the PWC is configured away (`entries = 0`). An
+    /// entry holds the next table's frame and where the store keeps its contents, so the walk
+    /// below a hit reads its entry without looking the frame up (a host cost, not a simulated
+    /// one: the hardware PWC holds the frame number alone).
+    pwc: [Option<SetAssoc<TableRef>>; 4],
     /// The slowest PWC's latency (they are probed in parallel).
     pwc_latency: u64,
     pub pwc_stats: [PwcStats; 4],
@@ -48,7 +51,7 @@ fn pwc_tag(prefix: u64, asid: u16) -> u64 {
 
 impl RadixWalker {
     /// Host bytes of one PWC entry (config host-memory checks).
-    pub const PWC_SLOT_BYTES: u64 = SetAssoc::<Pfn>::SLOT_BYTES;
+    pub const PWC_SLOT_BYTES: u64 = SetAssoc::<TableRef>::SLOT_BYTES;
 
     /// The walker with the PWCs `geometry` gives each level (`pd`, `pdpt`, `pml4`, `pml5`),
     /// absent where it gives none.
@@ -107,7 +110,7 @@ impl RadixWalker {
         mut locate: impl FnMut(PhysAddr, &mut WalkPlan) -> Option<PhysAddr>,
     ) -> Option<(Pfn, PageSize)> {
         plan.fixed_cycles += self.pwc_latency;
-        let (mut level, mut table) = (pt.levels(), pt.root());
+        let (mut level, mut table) = (pt.levels(), store.table(pt.root()));
         // Where each PWC that missed takes its entry if the walk reads it: the probe's pass
         // chose the slot, and nothing touches that PWC before the fill below.
         let mut vacancies: [Option<Vacancy>; 4] = [None; 4];
@@ -133,17 +136,18 @@ impl RadixWalker {
             self.pwc_stats[i].misses += 1;
         }
         loop {
-            let at = entry_addr(table, va, level);
+            let at = entry_addr(table.pfn, va, level);
             let referenced = locate(pt.referenced(at, va, level), plan)?;
             plan.push_next(referenced, kind(level));
-            let e = store.read(at);
+            let word = index(va, level) as usize;
+            let e = store.read_in(table, word);
             if e & PRESENT == 0 {
                 return None;
             }
             if let Some(size) = leaf_size(e, level) {
                 return Some((entry_frame(e), size));
             }
-            table = entry_frame(e);
+            table = store.child(table, word, entry_frame(e));
             let i = (level as usize).wrapping_sub(2);
             if let (Some(Some(pwc)), Some(Some(vacancy))) = (self.pwc.get_mut(i), vacancies.get(i))
             {
