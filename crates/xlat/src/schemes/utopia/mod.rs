@@ -192,10 +192,10 @@ impl UtopiaConfig {
             ("sf_cache_bytes", self.sf_cache_bytes),
             ("tar_cache_bytes", self.tar_cache_bytes),
         ] {
-            if bytes < 64 || !bytes.is_multiple_of(64) || bytes > 1 << 20 {
+            if bytes < 64 || !bytes.is_multiple_of(64) || bytes > 16 << 20 {
                 return Err(Error::config(
                     format!("{path}.{key}"),
-                    format!("must be a multiple of 64 bytes in 64..=1 MiB, got {bytes}"),
+                    format!("must be a multiple of 64 bytes in 64..=16 MiB, got {bytes}"),
                 ));
             }
         }

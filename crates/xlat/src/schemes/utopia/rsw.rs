@@ -17,10 +17,10 @@
 use super::restseg::Layout;
 use super::table::UtopiaTable;
 use crate::addr::{PageSize, PhysAddr, Vpn};
-use crate::assoc::{Replacement, SetAssoc};
 use crate::mem::{Hierarchy, Level, MemKind};
 use crate::mmu::StageHit;
 use crate::pt::store::PtStore;
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -34,38 +34,103 @@ pub struct MetaCacheStats {
 /// The SF cache or the TAR cache: 64-byte lines of one process's SF or TAR, fully
 /// associative and LRU (the paper gives size and latency only). Lines are tagged by process,
 /// segment and line index, as the MMU knows them from its base registers.
+///
+/// A fully associative LRU array's contents are the most recently used lines that fit, which
+/// slot holds each being immaterial: it is kept as a map from each cached line to its place in
+/// a recency list, so a lookup costs the same at 32 lines as at 64K (a 4 MiB cache that holds
+/// a 2 GB RestSeg's whole TAR), where a search of every way would cost a pass over them all.
 pub struct MetaCache {
-    lines: SetAssoc<()>,
+    capacity: usize,
+    /// Each cached line's node in `nodes`.
+    slot_of: FxHashMap<u64, u32>,
+    /// The recency list: `nodes[HEAD]` is a sentinel whose `next` is the most recently used
+    /// line and whose `prev` the least.
+    nodes: Vec<Node>,
+    /// Nodes of invalidated lines, reused before the least recently used line is evicted.
+    free: Vec<u32>,
     pub stats: MetaCacheStats,
 }
 
+#[derive(Clone, Copy)]
+struct Node {
+    key: u64,
+    prev: u32,
+    next: u32,
+}
+
+const HEAD: u32 = 0;
+
 impl MetaCache {
-    /// Host bytes of one line's slot (config host-memory checks).
-    pub const SLOT_BYTES: u64 = SetAssoc::<()>::SLOT_BYTES;
+    /// Host bytes of one line (config host-memory checks): its node and its map entry.
+    pub const SLOT_BYTES: u64 = (std::mem::size_of::<Node>() + 2 * 12) as u64;
 
     pub fn new(bytes: u64) -> MetaCache {
-        let lines = (bytes / 64) as usize;
         MetaCache {
-            lines: SetAssoc::new(1, lines, Replacement::Lru),
+            capacity: (bytes / 64) as usize,
+            slot_of: FxHashMap::default(),
+            nodes: vec![Node {
+                key: 0,
+                prev: HEAD,
+                next: HEAD,
+            }],
+            free: Vec::new(),
             stats: MetaCacheStats::default(),
         }
     }
 
-    /// Whether the line is cached; a miss fills it.
+    fn unlink(&mut self, n: u32) {
+        let Node { prev, next, .. } = self.nodes[n as usize];
+        self.nodes[prev as usize].next = next;
+        self.nodes[next as usize].prev = prev;
+    }
+
+    fn push_front(&mut self, n: u32) {
+        let first = self.nodes[HEAD as usize].next;
+        self.nodes[n as usize].prev = HEAD;
+        self.nodes[n as usize].next = first;
+        self.nodes[first as usize].prev = n;
+        self.nodes[HEAD as usize].next = n;
+    }
+
+    /// Whether the line is cached; a miss fills it, in place of the least recently used line
+    /// when the cache is full.
     #[inline]
     fn access(&mut self, key: u64) -> bool {
-        if self.lines.lookup(0, key).is_some() {
+        if let Some(&n) = self.slot_of.get(&key) {
             self.stats.hits += 1;
-            true
-        } else {
-            self.stats.misses += 1;
-            self.lines.insert(0, key, ());
-            false
+            if self.nodes[HEAD as usize].next != n {
+                self.unlink(n);
+                self.push_front(n);
+            }
+            return true;
         }
+        self.stats.misses += 1;
+        let n = if let Some(n) = self.free.pop() {
+            n
+        } else if self.nodes.len() <= self.capacity {
+            self.nodes.push(Node {
+                key,
+                prev: HEAD,
+                next: HEAD,
+            });
+            (self.nodes.len() - 1) as u32
+        } else {
+            let lru = self.nodes[HEAD as usize].prev;
+            self.unlink(lru);
+            self.slot_of.remove(&self.nodes[lru as usize].key);
+            lru
+        };
+        self.nodes[n as usize].key = key;
+        self.push_front(n);
+        self.slot_of.insert(key, n);
+        false
     }
 
     fn invalidate(&mut self, key: u64) {
-        self.lines.invalidate(0, key);
+        if let Some(n) = self.slot_of.remove(&key) {
+            self.unlink(n);
+            self.free.push(n);
+        }
     }
 }
 
@@ -231,5 +296,37 @@ impl RestSegWalker {
 
     pub fn tar_cache(&self) -> MetaCacheStats {
         self.tar_cache.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MetaCache;
+    use crate::assoc::{Replacement, SetAssoc};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The recency list hits and misses exactly as a fully associative LRU array of as
+        /// many ways (the reference model), under fills, hits and invalidations.
+        #[test]
+        fn meta_cache_is_a_fully_associative_lru_array(
+            lines in 1usize..12,
+            ops in proptest::collection::vec((0u64..24, 0u8..8), 1..400),
+        ) {
+            let mut cache = MetaCache::new(64 * lines as u64);
+            let mut model: SetAssoc<()> = SetAssoc::new(1, lines, Replacement::Lru);
+            for (key, op) in ops {
+                if op == 0 {
+                    cache.invalidate(key);
+                    model.invalidate(0, key);
+                    continue;
+                }
+                let model_hit = model.lookup(0, key).is_some();
+                if !model_hit {
+                    model.insert(0, key, ());
+                }
+                prop_assert_eq!(cache.access(key), model_hit, "key {}", key);
+            }
+        }
     }
 }
