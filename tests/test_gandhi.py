@@ -274,3 +274,25 @@ def test_self_ballooning_gives_the_fragmented_guest_its_segment(
     assert runs.loc["DD 0.8", "stats.os.segments.failed"] == 1
     assert off.analysis.values["balloon_min_share_kept"] == 0.0, off.analysis.values
     assert not off.direction_holds
+
+
+def test_fig11_paper_scale_1g_clause_rests_on_the_few_1g_entries(tmp_path) -> None:
+    # At paper scale (the runs results/paper keeps) NPB:CG's 1 GiB pages cost 23% against
+    # 2 MiB pages' 0.75%: Table VI's four 1 GiB L1 entries thrash (267 L2 TLB misses per
+    # kilo-instruction against 21), the paper's own caveat (§VIII obs. 3), and the direction
+    # excuses 1G <= 2M there only. With 1G missing no more than 2M, the clause applies and fails.
+    import shutil
+    from pathlib import Path
+
+    from xlat import experiments, results
+
+    stored = Path(__file__).resolve().parents[1] / "results" / "paper" / "gandhi-fig11" / "sweep"
+    df = results.load(shutil.copytree(stored, tmp_path / "sweep"))
+    df["label"] = df["system"].map(lambda s: Path(s).stem)
+    rep = experiments.get("gandhi-fig11")
+    values = rep.analyse(df).values
+    assert values["overhead_1G_cg"] > values["overhead_2M_cg"] + 0.1
+    assert rep.direction_check(df, values)
+    cg_1g = (df["workload"] == "cg") & (df["label"] == "1G")
+    df.loc[cg_1g, "stats.summary.l2tlb_mpki"] = 1.0
+    assert not rep.direction_check(df, values)
