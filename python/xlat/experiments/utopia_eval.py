@@ -33,6 +33,7 @@ from .utopia import (
     _ok,
     _speedups,
     rarely_walked,
+    tar_cache_hit_rate,
     tar_cache_rarely_hits,
     utopia_workloads,
 )
@@ -456,18 +457,16 @@ def _fig21_speedups(df: pd.DataFrame, suffix: str = "") -> pd.DataFrame:
     return pd.DataFrame({name: _speedups(df, f"Utopia-{name}{suffix}") for name in names})
 
 
-def _fig21_tar_hits(df: pd.DataFrame, name: str) -> float:
-    """The TAR cache's hits over its lookups, over every run of ``Utopia-{name}``."""
-    runs = _ok(df, f"Utopia-{name}")
-    hits = runs["stats.mmu.tar_cache.hits"].sum()
-    return float(hits / (hits + runs["stats.mmu.tar_cache.misses"].sum()))
+def _tar_hits(df: pd.DataFrame, name: str) -> float:
+    """The TAR cache's hit rate over every run of Fig 21's ``Utopia-{name}``."""
+    return tar_cache_hit_rate(df, f"Utopia-{name}")
 
 
 def _fig21_mark_cause(df: pd.DataFrame, _scale: str) -> str | None:
     """The cause of the paper-scale mark: Table 1's 2 KB TAR cache hits less of a 2 GB
     RestSeg's TAR than of a 512 MB one's, and with the whole TAR and SF cached the speed-up
     no longer falls as the RestSeg grows."""
-    small, large = _fig21_tar_hits(df, "512MB"), _fig21_tar_hits(df, "2GB")
+    small, large = _tar_hits(df, "512MB"), _tar_hits(df, "2GB")
     whole = [_gmean(col) for _, col in _fig21_speedups(df, "-whole").items()]
     if large >= small:
         return f"the TAR cache hits {large:.1%} with 2 GB, no less than {small:.1%} with 512 MB"
@@ -494,7 +493,7 @@ def _analyse_fig21(df: pd.DataFrame) -> Analysis:
     avg = {name: _gmean(speedups[name]) for name in FIG21_SIZES}
     whole = _fig21_speedups(df, "-whole")
     whole_avg = {name: _gmean(whole[name]) for name in FIG21_WHOLE}
-    tar_hits = {name: _fig21_tar_hits(df, name) for name in FIG21_SIZES}
+    tar_hits = {name: _tar_hits(df, name) for name in FIG21_SIZES}
     for name, size in FIG21_SIZES.items():
         rows.append(
             {"status": "ok", "workload": "GMEAN", "restseg_mb": size // MB, "speedup": avg[name]}

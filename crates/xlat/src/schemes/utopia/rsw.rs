@@ -61,8 +61,11 @@ struct Node {
 const HEAD: u32 = 0;
 
 impl MetaCache {
-    /// Host bytes of one line (config host-memory checks): its node and its map entry.
-    pub const SLOT_BYTES: u64 = (std::mem::size_of::<Node>() + 2 * 12) as u64;
+    /// Host bytes of one line (config host-memory checks): its node, and its map entry (key
+    /// and node index) counted twice for the map's spare capacity.
+    pub const SLOT_BYTES: u64 = (std::mem::size_of::<Node>()
+        + 2 * (std::mem::size_of::<u64>() + std::mem::size_of::<u32>()))
+        as u64;
 
     pub fn new(bytes: u64) -> MetaCache {
         MetaCache {
