@@ -318,17 +318,6 @@ def _analyse(df: pd.DataFrame) -> Analysis:
     return Analysis(figures=figures, values=values, tables=tables, undefined=undefined)
 
 
-def _gups_churns(df: pd.DataFrame, _scale: str) -> str | None:
-    """The cause of the paper-scale mark: GUPS's pages churn through the RestSeg, at least
-    one migration per kilo-instruction (4.99 measured before the counters decayed)."""
-    table = components(df)
-    churn = table["migrations to RestSeg per kI"] + table["migrations from RestSeg per kI"]
-    gups = float(churn.get("gups", float("nan")))
-    if gups >= 1.0:
-        return None
-    return f"GUPS migrates {gups:.2f} pages per kilo-instruction (the mark needs at least 1)"
-
-
 def _direction(df: pd.DataFrame, v: dict) -> bool:
     return ascending(1.0, v["fig19_restseg_full_share"]) and ascending(
         v["fig18_migrations_pki_avg"], 0.5, strict=True
@@ -349,13 +338,6 @@ register(
         "on every workload that touches more pages than it holds) and Utopia migrates fewer "
         "than 0.5 pages per kilo-instruction to and from the RestSegs on average",
         direction_check=_direction,
-        direction_not_shown={
-            "paper": "GUPS's uniform accesses over a table 16 times the 4 KiB RestSeg bring "
-            "every page's walk counter to the thresholds at the same rate, so each page "
-            "migrated in evicts one as hot as itself: 4.99 migrations per kilo-instruction, "
-            "with k-mer (2.69) and XSBench (1.72) the mean is 0.98; without GUPS 0.58",
-        },
-        not_shown_cause=_gups_churns,
         # Pages are mapped at their first touch in every run (page-fault-based allocation,
         # §5.5): in the steady-state runs during the fast-forward through the set-up, in the
         # from-empty ones as Fig 19 measures. The steady-state runs warm their TLBs and caches
