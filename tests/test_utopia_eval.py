@@ -435,7 +435,7 @@ def test_paper_scale_marks_rest_on_the_stored_runs(tmp_path) -> None:
 def test_fig18_20_holds_at_paper_scale_because_gups_no_longer_churns(tmp_path) -> None:
     # Before the PTE counters decayed, GUPS churned 4.99 pages per kilo-instruction through the
     # RestSeg at paper scale and the direction was marked. On the runs results/paper keeps
-    # (§7's configuration, decay on) it holds, and GUPS migrates nothing; given back the old
+    # (today's engine, decay on) it holds, and GUPS migrates nothing; given back the old
     # churn, the average exceeds the paper's bound.
     rep = experiments.get("utopia-fig18-20")
     df = _stored_runs("utopia-fig18-20", tmp_path)
