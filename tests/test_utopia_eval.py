@@ -233,6 +233,7 @@ SECTION_8_REPRODUCTIONS = (
     "utopia-fig5",
     "utopia-fig11-16",
     "utopia-fig17",
+    "utopia-fig18-20",
     "utopia-fig21",
     "utopia-tar-cache",
 )
