@@ -327,8 +327,7 @@ def _kmer_fault_evictions(df: pd.DataFrame, _scale: str) -> str | None:
     full RestSeg sets, each evicting a page to the FlexSeg, at least one per kilo-instruction,
     with almost no PTE-based migration beside them."""
     table = components(df)
-    runs = _runs(df, STEADY)
-    if "kmer" not in table.index or "kmer" not in runs.index:
+    if "kmer" not in table.index:
         return "no k-mer run"
     evicted = float(table.at["kmer", "migrations from RestSeg per kI"])
     promoted = float(table.at["kmer", "migrations to RestSeg per kI"])
