@@ -466,3 +466,13 @@ def test_champsim_preset_runs_a_champsim_trace(run_cli, tmp_path) -> None:
     # 5-level walks through the four paging-structure caches, PSCL5 included.
     assert set(stats["mmu"]["pwc"]) == {"pd", "pdpt", "pml4", "pml5"}
     assert "l1d_mshr" in stats["cache"]
+
+
+def test_a_bad_memory_limit_is_an_error_before_any_run(run_cli, tmp_path) -> None:
+    for cmd in (
+        ["sweep", "-c", "baseline-radix", "-w", "gups"],
+        ["reproduce", "utopia-fig9", "--tiny"],
+    ):
+        err = _usage_error(run_cli(*cmd, "--memory", "12XB", "-o", str(tmp_path / "o")))
+        assert "config error at `--memory`: unknown unit `XB`" in err
+    assert not (tmp_path / "o").exists()

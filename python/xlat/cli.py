@@ -511,6 +511,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
             progress=_progress(args),
             reuse=args.reuse,
+            memory=_memory(args),
         )
     copied = f", {result.reused} of them copied from --reuse" if result.reused else ""
     _print(
@@ -594,6 +595,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         chosen = [experiments.get(i) for i in ids]
     except KeyError as exc:
         raise CliError(str(exc.args[0])) from None
+    memory = _memory(args)
     if args.check:
         import tempfile
 
@@ -617,6 +619,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             scheduler=args.scheduler,
             progress=_progress(args),
+            memory=memory,
         )
         outcomes.append(outcome)
         _print(f"{rep.id}: {rep.paper} {rep.figure}: {rep.title}")
@@ -777,6 +780,15 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
 
 
+def _memory(args: argparse.Namespace) -> str | None:
+    """``--memory`` as :func:`xlat.sweep` takes it (a size is checked here, before any run)."""
+    if args.memory == "off":
+        return None
+    if args.memory != "auto":
+        api.engine().parse_size(args.memory, "--memory")
+    return args.memory
+
+
 def _add_backend_options(p: argparse.ArgumentParser) -> None:
     """Where the runs of a sweep (or of a reproduction's sweep) execute."""
     p.add_argument(
@@ -795,6 +807,15 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
         help="parallel runs (local) or LocalCluster workers (dask); default: CPU count",
     )
     p.add_argument("--scheduler", metavar="ADDR", help="dask scheduler, e.g. tcp://host:8786")
+    p.add_argument(
+        "--memory",
+        default="auto",
+        metavar="SIZE|auto|off",
+        help="host memory the local runs in flight may take together, by the engine's "
+        "estimate of each (`xlat workloads --footprint`): a run waits for a free worker and "
+        "for room, and one larger than SIZE runs alone; auto (default): the memory available "
+        "when the runs start; off: no limit",
+    )
     p.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
 
 

@@ -7,7 +7,8 @@ version, so the same point always has the same id, and two spellings of the same
 one. Runs execute on a *backend*:
 
 * ``local`` (default): ``jobs`` worker processes on this machine (``xlat.worker``: fresh
-  interpreters that import only xlat, never the caller's script);
+  interpreters that import only xlat, never the caller's script), starting together only runs
+  whose estimated host memory fits the machine's (``memory``: see :class:`_MemoryGate`);
 * ``dask``: tasks on a ``dask.distributed`` cluster (``scheduler="tcp://..."``, or a
   ``LocalCluster`` of ``jobs`` workers when no address is given). A task whose worker dies is
   re-run on another worker by the scheduler.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import numbers
 import os
 import queue
 import socket
@@ -323,12 +325,105 @@ class _WorkerProcess:
         return self.proc.wait()
 
 
-def _local(todo: Todo, jobs: int) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``jobs`` worker processes (``python -m xlat.worker``), each running one run at a time.
-    A worker that dies (killed, out of memory) takes only its run with it: that run is recorded
-    as failed and a new worker takes the next. Leaving early (Ctrl-C, an error) kills the
-    workers: the runs in flight are lost, everything finished is already stored."""
-    runs = iter(todo)
+class _MemoryGate:
+    """Which of a sweep's waiting runs a free worker takes next, so that the runs in flight
+    together stay within ``budget`` bytes of estimated host memory (``needs[i]`` of run ``i``,
+    ``None`` where the engine has no estimate: counted as nothing).
+
+    A worker takes the first waiting run, in the sweep's order, that fits beside those in
+    flight. If none fits it waits for one to finish, unless none is in flight: then it takes
+    the first waiting run alone, whatever its estimate (the engine itself refuses a run larger
+    than the machine). So two paper-scale runs of 16 GB each never start together on a 24 GB
+    machine, and smaller runs fill the other workers meanwhile. ``budget=None``: no limit, the
+    runs start in order as workers free up."""
+
+    def __init__(self, needs: Sequence[int | None], budget: int | None) -> None:
+        self.needs = [n or 0 for n in needs]
+        self.budget = budget
+        self.waiting = list(range(len(needs)))
+        self.in_use = 0
+        self.in_flight = 0
+        self.closed = False
+        self.cond = threading.Condition()
+
+    def _pick(self) -> int | None:
+        """The position in ``waiting`` of the run to start now, or ``None`` to wait."""
+        if self.budget is None or self.in_flight == 0:
+            return 0
+        room = self.budget - self.in_use
+        return next((p for p, i in enumerate(self.waiting) if self.needs[i] <= room), None)
+
+    def take(self) -> int | None:
+        """Block until a run may start; its index, or ``None`` when none is left (or the
+        gate was closed)."""
+        with self.cond:
+            while not self.closed and self.waiting:
+                p = self._pick()
+                if p is not None:
+                    i = self.waiting.pop(p)
+                    self.in_use += self.needs[i]
+                    self.in_flight += 1
+                    return i
+                self.cond.wait()
+            return None
+
+    def done(self, i: int) -> None:
+        """Run ``i`` (from :meth:`take`) finished: its memory is free again."""
+        with self.cond:
+            self.in_use -= self.needs[i]
+            self.in_flight -= 1
+            self.cond.notify_all()
+
+    def close(self) -> None:
+        """Wake every waiting worker to stop."""
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+
+def available_memory() -> int | None:
+    """This machine's available memory in bytes (``MemAvailable`` of ``/proc/meminfo``), or
+    ``None`` where the system does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _host_estimates(todo: Todo) -> list[int | None]:
+    """The engine's estimate of each run's host memory (``None`` where it has none)."""
+    core = api.engine()
+    return [core.host_estimate(spec["system"], spec["overrides"]) for _, spec in todo]
+
+
+def _memory_budget(memory: int | str | None) -> int | None:
+    """``sweep``'s ``memory`` argument in bytes: ``"auto"`` the available memory now,
+    ``None`` or ``"off"`` no limit, a size (``"20GiB"``, bytes) that size."""
+    if memory is None or memory == "off":
+        return None
+    if memory == "auto":
+        return available_memory()
+    if isinstance(memory, numbers.Integral) and not isinstance(memory, bool):
+        if memory <= 0:
+            raise ValueError(f"memory must be positive, got {memory}")
+        return int(memory)
+    return int(api.engine().parse_size(str(memory), "memory"))
+
+
+def _local(
+    todo: Todo, jobs: int, needs: Sequence[int | None] = (), budget: int | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``jobs`` worker processes (``python -m xlat.worker``), each running one run at a time,
+    started together only as far as their estimated host memory (``needs``, by run) fits in
+    ``budget`` (:class:`_MemoryGate`). A worker that dies (killed, out of memory) takes only its
+    run with it: that run is recorded as failed and a new worker takes the next. Leaving early
+    (Ctrl-C, an error) kills the workers: the runs in flight are lost, everything finished is
+    already stored."""
+    gate = _MemoryGate(list(needs) or [None] * len(todo), budget)
     lock = threading.Lock()
     stopping = threading.Event()
     live: set[_WorkerProcess] = set()
@@ -337,15 +432,16 @@ def _local(todo: Todo, jobs: int) -> Iterator[tuple[str, dict[str, Any]]]:
     def serve() -> None:
         worker: _WorkerProcess | None = None
         while not stopping.is_set():
+            index = gate.take()
+            if index is None:
+                break
             with lock:
-                item = next(runs, None)
-                if item is not None and worker is None:
+                if worker is None:
                     worker = _WorkerProcess()
                     live.add(worker)
-            if item is None or worker is None:
-                break
-            rid, spec = item
+            rid, spec = todo[index]
             result = worker.run(spec)
+            gate.done(index)
             if result is None:
                 with lock:
                     live.discard(worker)
@@ -375,6 +471,7 @@ def _local(todo: Todo, jobs: int) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield item
     finally:
         stopping.set()
+        gate.close()
         with lock:
             doomed = list(live)
         for worker in doomed:
@@ -437,6 +534,7 @@ def sweep(
     on_result: Callable[[str, Mapping[str, Any]], None] | None = None,
     reuse: Iterable[PathLike] = (),
     report_failures: bool = True,
+    memory: int | str | None = "auto",
 ) -> SweepResult:
     """Run every point of a sweep that is not finished yet, and collect the results.
 
@@ -462,6 +560,11 @@ def sweep(
         report_failures: raise or warn about failed runs as below; ``False`` leaves
             ``result.failed`` to the caller (a reproduction tells the failures its paper
             reports from the others).
+        memory: host memory the local backend's runs in flight may take together, by the
+            engine's estimate of each (``xlat workloads --footprint`` lists them): ``"auto"``
+            (default) this machine's available memory when the sweep starts, a size
+            (``"20GiB"`` or bytes), or ``None`` for no limit. A run larger than the limit
+            runs alone. The dask backend leaves memory to the cluster.
 
     Returns:
         A :class:`SweepResult`; ``result.load()`` gives the DataFrame (also in
@@ -499,7 +602,9 @@ def sweep(
     if bar is not None:
         bar.update(result.skipped)
     if backend == "local":
-        stream = _local(todo, jobs)
+        budget = _memory_budget(memory) if jobs > 1 and len(todo) > 1 else None
+        needs = _host_estimates(todo) if budget is not None else []
+        stream = _local(todo, jobs, needs, budget)
     elif backend == "dask":
         stream = _dask(todo, jobs, scheduler, retries)
     else:

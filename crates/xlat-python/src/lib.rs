@@ -117,6 +117,22 @@ fn resolve(config: &str, overrides: Vec<String>, trace: Option<PathBuf>) -> PyRe
         .map_err(to_py)
 }
 
+/// Estimated host bytes of a run of the config (`xlat::run::host_estimate`), `None` where
+/// its workload has no formula.
+#[pyfunction]
+fn host_estimate(config: &str, overrides: Vec<String>) -> PyResult<Option<u64>> {
+    xlat::run::resolve(config, &overrides, None)
+        .and_then(|cfg| xlat::run::host_estimate(&cfg))
+        .map_err(to_py)
+}
+
+/// Bytes of a size written as a config takes it (`"8GiB"`, `"33GB"`); `key` names it in
+/// the error.
+#[pyfunction]
+fn parse_size(value: &str, key: &str) -> PyResult<u64> {
+    xlat::workload::footprint::parse_size_text(value, key).map_err(to_py)
+}
+
 /// Boot the machine of a config and start its workload's processes, without simulating
 /// (`xlat::run::boot`).
 #[pyfunction]
@@ -188,6 +204,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(boot, m)?)?;
+    m.add_function(wrap_pyfunction!(host_estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(hpt_way_limits, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(preset_text, m)?)?;

@@ -20,6 +20,19 @@ pub fn resolve(spec: &str, overrides: &[String], trace: Option<&Path>) -> Result
     SimConfig::load(spec, &ov)
 }
 
+/// Estimated host memory of a run of `cfg`: its workload's data and per-page state
+/// ([`crate::workload::WorkloadConfig::host_bytes`]) plus the structures its sections size
+/// ([`SimConfig::host_uses`]). `None` where the workload has no formula (a trace, a program
+/// whose data the engine does not hold). A sweep uses it to keep the runs it starts together
+/// within the machine's memory.
+pub fn host_estimate(cfg: &SimConfig) -> Result<Option<u64>> {
+    let structures = u64::try_from(cfg.host_uses()?.total()).unwrap_or(u64::MAX);
+    Ok(cfg
+        .workload
+        .host_bytes()
+        .map(|data| data.saturating_add(structures)))
+}
+
 /// ME-HPT Table II measured on real tables: for each chunk size of `spec`'s
 /// `[schemes.hashed.table]`, the largest 4 KiB-page way it builds, growing one way up to
 /// `max_bytes` of table memory (see `pt::hashed::limits`).

@@ -485,8 +485,11 @@ def reproduce(
     jobs: int | None = None,
     scheduler: str | None = None,
     progress: bool | None = None,
+    memory: int | str | None = "auto",
 ) -> Outcome:
     """Run one reproduction and write its figures, comparison table and HTML page.
+
+    ``backend``, ``jobs``, ``scheduler``, ``progress`` and ``memory`` are :func:`xlat.sweep`'s.
 
     Output in ``out/<id>/``: ``sweep/`` (every run, resumable; a run another reproduction in
     ``out`` already finished with the same resolved config is copied from its sweep),
@@ -508,6 +511,7 @@ def reproduce(
         progress=progress,
         reuse=_other_sweeps(out),
         report_failures=False,
+        memory=memory,
     )
     df = result.load()
     # Bars are named by system label (the config file's stem), not by the run's point.

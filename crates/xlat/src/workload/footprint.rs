@@ -60,6 +60,11 @@ pub fn parse_size(value: &toml::Value, key: &str) -> Result<u64> {
     }
 }
 
+/// [`parse_size`] of a size written as text (a command-line argument).
+pub fn parse_size_text(text: &str, key: &str) -> Result<u64> {
+    parse_size(&toml::Value::String(text.into()), key)
+}
+
 fn page(b: u64) -> u64 {
     b.div_ceil(4096) * 4096
 }
