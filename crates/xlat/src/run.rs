@@ -452,4 +452,22 @@ mod tests {
         );
         check_host_memory(&cfg, None).unwrap();
     }
+
+    #[test]
+    fn a_runs_host_estimate_is_its_workloads_data_and_its_configs_structures() {
+        let gups = SimConfig::load("baseline-radix", &["workload.name=\"gups\"".into()]).unwrap();
+        let structures = gups.host_uses().unwrap().total() as u64;
+        let data = gups.workload.host_bytes().unwrap();
+        assert_eq!(host_estimate(&gups).unwrap(), Some(data + structures));
+        // A trace's records are read from its file: no formula, no estimate.
+        let trace = SimConfig::load(
+            "baseline-radix",
+            &[
+                "workload.name=\"trace\"".into(),
+                "workload.path=\"t.xtr\"".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(host_estimate(&trace).unwrap(), None);
+    }
 }
