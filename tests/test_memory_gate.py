@@ -123,4 +123,7 @@ def test_a_sweep_whose_runs_exceed_the_budget_runs_them_one_at_a_time(tmp_path: 
         memory=1,
     )
     assert (res.ran, res.failed) == (3, [])
-    assert set(xlat.load(tmp_path / "s")["status"]) == {"ok"}
+    df = xlat.load(tmp_path / "s")
+    assert set(df["status"]) == {"ok"}
+    # Each run's own peak: a 64 MiB table's engine state beside the worker's interpreter.
+    assert all(16 << 20 < b < 4 << 30 for b in df["peak_host_bytes"]), list(df["peak_host_bytes"])

@@ -100,6 +100,11 @@ def test_status_counts_finished_shared_and_missing_runs(tiny_reproduction, tmp_p
     done = experiments.run_status("utopia-fig1-2", "tiny", walks.out.parent)
     assert done.runs > 0 and done.finished == done.runs and done.todo == 0
     assert len(done.elapsed_s) == done.runs
+    # Each run's local worker recorded its peak host memory: the interpreter, the engine and
+    # the run's own structures, far below the machine's.
+    assert len(done.peak_host_bytes) == done.runs
+    assert all(16 << 20 < b < 8 << 30 for b in done.peak_host_bytes), done.peak_host_bytes
+    assert "finished runs peaked at up to " in cli._format_status("utopia-fig1-2", "tiny", done)
     out = tmp_path / "out"
     shutil.copytree(walks.out / "sweep", out / "utopia-fig1-2" / "sweep")
     shared = experiments.run_status("utopia-fig5", "tiny", out)

@@ -651,6 +651,8 @@ def _format_status(reproduction_id: str, scale: str, st) -> str:
     if st.todo and st.elapsed_s:
         mean = sum(st.elapsed_s) / len(st.elapsed_s)
         line += f" (about {st.todo * mean / 3600:.1f} h at the finished runs' {mean:.0f} s each)"
+    if st.peak_host_bytes:
+        line += f"; finished runs peaked at up to {max(st.peak_host_bytes) / 2**30:.1f} GiB"
     return line
 
 

@@ -17,7 +17,8 @@ The table has one row per run and these columns:
 
 * ``run_id``, ``status`` (``"ok"`` / ``"failed"``), ``error``, ``system`` (the config the run
   started from: preset name or file), ``workload``, ``seed``, ``label`` (short name of the point),
-  ``elapsed_s``, ``worker`` (host:pid that ran it);
+  ``elapsed_s``, ``worker`` (host:pid that ran it), ``peak_host_bytes`` (the run's peak
+  resident memory on a local worker, where the system reports it; else empty);
 * ``param.<key>``: the value of each swept key at this point (``param.mmu.l2tlb.unified.entries``);
 * ``config.<path>``: every key of the resolved config (``config.mmu.walkers``);
 * ``stats.<path>``: every statistic (``stats.summary.ipc``, ``stats.mmu.l2tlb.misses``). Lists
@@ -112,6 +113,7 @@ def read_run(run_dir: Path) -> dict[str, Any] | None:
         "label": record.get("label"),
         "elapsed_s": record.get("elapsed_s"),
         "worker": record.get("worker"),
+        "peak_host_bytes": record.get("peak_host_bytes"),
     }
     row.update({f"param.{k}": v for k, v in record.get("params", {}).items()})
     return _add_outputs(row, run_dir, with_stats=record["status"] == "ok")

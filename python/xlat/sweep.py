@@ -233,6 +233,11 @@ def execute(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+#: What ``run.json`` keeps of a run's result besides its point (``peak_host_bytes``: local
+#: workers only, where the system reports it).
+RECORD_KEYS = ("status", "error", "elapsed_s", "worker", "peak_host_bytes")
+
+
 def _store(out: Path, rid: str, spec: RunSpec, result: Mapping[str, Any]) -> None:
     """Persist one finished (or failed) run; ``run.json`` goes last: it marks completion."""
     run_dir = out / RUNS_DIR / rid
@@ -241,7 +246,7 @@ def _store(out: Path, rid: str, spec: RunSpec, result: Mapping[str, Any]) -> Non
     if result.get("status") == "ok":
         write_atomic(run_dir / "stats.json", result["stats"])
     record = {"run_id": rid, **spec.to_dict()}
-    record.update({k: result.get(k) for k in ("status", "error", "elapsed_s", "worker")})
+    record.update({k: result.get(k) for k in RECORD_KEYS})
     write_atomic(run_dir / RUN_FILE, json.dumps(record, indent=2))
 
 
@@ -261,7 +266,7 @@ def _adopt(out: Path, rid: str, spec: RunSpec, sources: Sequence[Path]) -> bool:
             record = json.loads((src / RUN_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        result = {k: record.get(k) for k in ("status", "error", "elapsed_s", "worker")}
+        result = {k: record.get(k) for k in RECORD_KEYS}
         _store(out, rid, spec, {**result, "stats": stats, "config": config})
         return True
     return False
@@ -665,6 +670,8 @@ class SweepStatus:
     reusable: int
     #: Wall seconds the finished runs took, each where it ran.
     elapsed_s: list[float]
+    #: Peak host memory of the finished runs that recorded it (local workers).
+    peak_host_bytes: list[int] = field(default_factory=list)
 
     @property
     def todo(self) -> int:
@@ -689,6 +696,8 @@ def status(run_ids: Iterable[str], out: PathLike, reuse: Iterable[PathLike] = ()
         record = json.loads((where / RUNS_DIR / rid / RUN_FILE).read_text(encoding="utf-8"))
         if record.get("elapsed_s") is not None:
             done.elapsed_s.append(float(record["elapsed_s"]))
+        if record.get("peak_host_bytes") is not None:
+            done.peak_host_bytes.append(int(record["peak_host_bytes"]))
     return done
 
 

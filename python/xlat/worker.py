@@ -2,6 +2,8 @@
 
 It reads one run per line on stdin (the JSON of :meth:`xlat.sweep.RunSpec.to_dict`), simulates
 it with :func:`xlat.sweep.execute` and writes the result as one JSON line, until stdin closes.
+Each result carries the run's peak host memory (``peak_host_bytes``: the worker's peak resident
+memory during the run, its interpreter included), where the system reports it.
 
 The pool starts these as fresh interpreters that import only xlat. Unlike the workers of
 ``multiprocessing``'s "spawn" start method, they never import the caller's ``__main__``, so a
@@ -17,6 +19,29 @@ import signal
 import sys
 
 
+def _reset_peak_memory() -> bool:
+    """Start this process's peak resident memory (``VmHWM``) again from its current size, so
+    that the next run's peak is its own (Linux: ``/proc/self/clear_refs``); whether it could."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_memory() -> int | None:
+    """This process's peak resident memory in bytes since the last reset (``VmHWM``)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def main() -> int:
     # The protocol owns the original stdout; anything else printed (by the engine or a library)
     # goes to stderr instead of corrupting it.
@@ -30,7 +55,10 @@ def main() -> int:
     for line in sys.stdin:
         if not line.strip():
             continue
+        measured = _reset_peak_memory()
         result = execute(json.loads(line))
+        if measured:
+            result["peak_host_bytes"] = _peak_memory()
         protocol.write(json.dumps(result) + "\n")
         protocol.flush()
     return 0
