@@ -386,17 +386,22 @@ class _MemoryGate:
             self.cond.notify_all()
 
 
-def available_memory() -> int | None:
-    """This machine's available memory in bytes (``MemAvailable`` of ``/proc/meminfo``), or
-    ``None`` where the system does not say."""
+def proc_bytes(path: str, field: str) -> int | None:
+    """The ``field: N kB`` line of a Linux ``/proc`` file (``/proc/meminfo``,
+    ``/proc/self/status``) in bytes, or ``None`` where the system does not say."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as f:
+        with open(path, encoding="ascii") as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def available_memory() -> int | None:
+    """This machine's available memory in bytes (``MemAvailable``), or ``None``."""
+    return proc_bytes("/proc/meminfo", "MemAvailable")
 
 
 def _host_estimates(todo: Todo) -> list[int | None]:

@@ -30,18 +30,6 @@ def _reset_peak_memory() -> bool:
         return False
 
 
-def _peak_memory() -> int | None:
-    """This process's peak resident memory in bytes since the last reset (``VmHWM``)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def main() -> int:
     # The protocol owns the original stdout; anything else printed (by the engine or a library)
     # goes to stderr instead of corrupting it.
@@ -50,7 +38,7 @@ def main() -> int:
     # Ctrl-C reaches the whole process group; the sweep decides what happens to its workers
     # (it closes their stdin or kills them), so a worker does not die mid-reply on its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from .sweep import execute
+    from .sweep import execute, proc_bytes
 
     for line in sys.stdin:
         if not line.strip():
@@ -58,7 +46,8 @@ def main() -> int:
         measured = _reset_peak_memory()
         result = execute(json.loads(line))
         if measured:
-            result["peak_host_bytes"] = _peak_memory()
+            # The peak resident memory since the reset: the run's own.
+            result["peak_host_bytes"] = proc_bytes("/proc/self/status", "VmHWM")
         protocol.write(json.dumps(result) + "\n")
         protocol.flush()
     return 0
