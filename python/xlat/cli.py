@@ -782,13 +782,11 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
 
 
-def _memory(args: argparse.Namespace) -> str | None:
-    """``--memory`` as :func:`xlat.sweep` takes it (a size is checked here, before any run)."""
-    if args.memory == "off":
-        return None
-    if args.memory != "auto":
-        api.engine().parse_size(args.memory, "--memory")
-    return args.memory
+def _memory(args: argparse.Namespace) -> int | str | None:
+    """``--memory`` as :func:`xlat.sweep` takes it: a size is read here, before any run."""
+    if args.memory in ("auto", "off"):
+        return None if args.memory == "off" else "auto"
+    return int(api.engine().parse_size(args.memory, "--memory"))
 
 
 def _add_backend_options(p: argparse.ArgumentParser) -> None:

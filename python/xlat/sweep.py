@@ -412,8 +412,8 @@ def _host_estimates(todo: Todo) -> list[int | None]:
 
 def _memory_budget(memory: int | str | None) -> int | None:
     """``sweep``'s ``memory`` argument in bytes: ``"auto"`` the available memory now,
-    ``None`` or ``"off"`` no limit, a size (``"20GiB"``, bytes) that size."""
-    if memory is None or memory == "off":
+    ``None`` no limit, a size (``"20GiB"``, bytes) that size."""
+    if memory is None:
         return None
     if memory == "auto":
         return available_memory()
