@@ -223,8 +223,11 @@ impl WorkloadConfig {
             WorkloadConfig::Canneal(c) => 4 * c.elements()? + (1 << 20),
             // A byte per coordinate of a block, and each point's state.
             WorkloadConfig::Streamcluster(c) => c.host_bytes()?,
-            // Keys and counts of the table (12 bytes a slot) and the packed genome.
-            WorkloadConfig::Kmer(k) => 12 * k.slots() + k.genome_bytes + (1 << 20),
+            // The table's slots (where each k-mer first occurred and its count) and the
+            // packed genome.
+            WorkloadConfig::Kmer(k) => {
+                super::kmer::HOST_SLOT_BYTES * k.slots() + k.genome_bytes + (1 << 20)
+            }
             // The text and suffix array steer the searches; the store's links its lookups.
             WorkloadConfig::Mummer(m) => m.host_bytes(),
             WorkloadConfig::Kvstore(k) => k.host_bytes(),

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::os::{AddressSpaces, MapKind};
 use crate::rng::{self, Rng};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,10 +61,11 @@ fn default_populate() -> bool {
 
 /// Bytes of one table slot: the 8-byte k-mer and its 4-byte count, padded to 16.
 const SLOT_BYTES: u64 = 16;
-/// Marks an empty slot: no canonical k-mer of k <= 31 has its top bits set.
-const EMPTY: u64 = u64::MAX;
-/// Largest genome accepted (4 GiB of packed bases: 16 Gbases, beyond the human genome).
-const MAX_GENOME_BYTES: u64 = 1 << 32;
+/// Host bytes of one slot of [`CountTable`]: where its k-mer first occurred and its count.
+pub const HOST_SLOT_BYTES: u64 = 5;
+/// Largest genome accepted (1 GiB of packed bases: 4 Gbases, beyond the human genome's 3.1,
+/// and few enough that a base's index fits 32 bits).
+const MAX_GENOME_BYTES: u64 = 1 << 30;
 
 impl KmerConfig {
     pub fn validate(&self, path: &str) -> Result<()> {
@@ -74,7 +76,7 @@ impl KmerConfig {
             return Err(Error::config(
                 format!("{path}.genome_bytes"),
                 format!(
-                    "must be a multiple of 8 between 8 and 4 GiB, got {}",
+                    "must be a multiple of 8 between 8 and 1 GiB, got {}",
                     self.genome_bytes
                 ),
             ));
@@ -193,13 +195,32 @@ impl Roller {
     }
 }
 
-/// The host copy of the open-addressing count table (the k-mers and counts the simulated
-/// table holds; their simulated addresses are `slot * SLOT_BYTES` into the table array).
+/// The host copy of the open-addressing count table: which k-mer each slot of the simulated
+/// table holds, and its count (their simulated addresses are `slot * SLOT_BYTES` into the table
+/// array).
+///
+/// A slot does not store its k-mer but where in the genome the k-mer first occurred: 4 bytes
+/// instead of 8, and the k-mer is read back from the genome when a probe compares it. The
+/// count is a byte, with the counts that outgrow it kept aside. So a slot takes 5 host bytes
+/// where the simulated one takes 16 (Utopia's 2^30-slot table: 5 GiB instead of 12 GiB with
+/// the keys and counts stored whole, which let only one such run fit a 24 GiB machine).
 pub struct CountTable {
-    keys: Vec<u64>,
-    counts: Vec<u32>,
+    k: u32,
+    /// Start (base index) of the first occurrence of each slot's k-mer; `EMPTY_SLOT` if free.
+    firsts: Vec<u32>,
+    /// Each slot's count, up to `COUNT_ASIDE - 1`; `COUNT_ASIDE` says the count is in `aside`.
+    counts: Vec<u8>,
+    /// Counts of `COUNT_ASIDE` and more, by slot (repeats of one k-mer that many times are
+    /// rare in a genome: low-complexity stretches).
+    aside: HashMap<u64, u32>,
     mask: u64,
 }
+
+/// Marks a free slot: genomes are at most `MAX_GENOME_BYTES`, 2^32 bases, so no k-mer starts
+/// at `u32::MAX`.
+const EMPTY_SLOT: u32 = u32::MAX;
+/// A count byte of this value means the count is kept aside.
+const COUNT_ASIDE: u8 = u8::MAX;
 
 /// What one count did to the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,33 +233,52 @@ pub struct Probe {
     pub inserted: bool,
 }
 
+/// The canonical k-mer of `k` bases (1..=31) of packed genome `g` starting at base `start`, as
+/// [`Roller`] computes it when it reaches the k-mer's last base.
+#[inline]
+pub fn canonical_at(g: &[u8], start: u64, k: u32) -> u64 {
+    // Bases `start..start + k` as a little-endian bit string, base `start + m` at bits 2m:
+    // at most 62 bits after a shift of at most 6, so 16 bytes from `start / 4` hold them.
+    let at = (start / 4) as usize;
+    let mut bytes = [0u8; 16];
+    let end = g.len().min(at + 16);
+    bytes[..end - at].copy_from_slice(&g[at..end]);
+    let mask = (1u64 << (2 * k)) - 1;
+    let stream = (u128::from_le_bytes(bytes) >> (2 * (start % 4))) as u64 & mask;
+    // The roller's forward k-mer has the first base in its top bits: the bit string with its
+    // 2-bit groups reversed. Its reverse complement has the first base, complemented, in its
+    // low bits: the bit string complemented.
+    let reversed = stream.reverse_bits();
+    let fwd = ((reversed >> 1) & 0x5555_5555_5555_5555) | ((reversed & 0x5555_5555_5555_5555) << 1);
+    let fwd = fwd >> (64 - 2 * k);
+    let rc = !stream & mask;
+    fwd.min(rc)
+}
+
 impl CountTable {
-    pub fn new(slots: u64) -> CountTable {
+    /// An empty table of `slots` slots for k-mers of length `k`.
+    pub fn new(slots: u64, k: u32) -> CountTable {
         CountTable {
-            keys: vec![EMPTY; slots as usize],
+            k,
+            firsts: vec![EMPTY_SLOT; slots as usize],
             counts: vec![0; slots as usize],
+            aside: HashMap::new(),
             mask: slots - 1,
         }
     }
 
-    /// Count one occurrence of `kmer` with linear probing. The caller guarantees a free slot
-    /// (the table has at least as many slots as the genome has k-mers).
-    pub fn count(&mut self, kmer: u64) -> Probe {
+    /// Count one occurrence of `kmer`, which starts at base `start` of genome `g`, with linear
+    /// probing. The caller guarantees a free slot (the table has at least as many slots as the
+    /// genome has k-mers).
+    pub fn count(&mut self, g: &[u8], kmer: u64, start: u64) -> Probe {
         let home = mix64(kmer) & self.mask;
         let mut slot = home;
         let mut probes = 1;
         loop {
             let s = slot as usize;
-            if self.keys[s] == kmer {
-                self.counts[s] += 1;
-                return Probe {
-                    home,
-                    probes,
-                    inserted: false,
-                };
-            }
-            if self.keys[s] == EMPTY {
-                self.keys[s] = kmer;
+            let first = self.firsts[s];
+            if first == EMPTY_SLOT {
+                self.firsts[s] = start as u32;
                 self.counts[s] = 1;
                 return Probe {
                     home,
@@ -246,19 +286,43 @@ impl CountTable {
                     inserted: true,
                 };
             }
+            if canonical_at(g, u64::from(first), self.k) == kmer {
+                self.add_one(slot);
+                return Probe {
+                    home,
+                    probes,
+                    inserted: false,
+                };
+            }
             slot = (slot + 1) & self.mask;
             probes += 1;
         }
     }
 
-    /// Every `(k-mer, count)` held.
+    fn add_one(&mut self, slot: u64) {
+        let c = &mut self.counts[slot as usize];
+        if *c < COUNT_ASIDE - 1 {
+            *c += 1;
+        } else if *c == COUNT_ASIDE - 1 {
+            *c = COUNT_ASIDE;
+            self.aside.insert(slot, u32::from(COUNT_ASIDE));
+        } else {
+            *self.aside.get_mut(&slot).expect("a count kept aside") += 1;
+        }
+    }
+
+    /// Every `(k-mer, count)` held, read back through genome `g`.
     #[cfg(test)]
-    pub fn entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        self.keys
-            .iter()
-            .zip(&self.counts)
-            .filter(|(k, _)| **k != EMPTY)
-            .map(|(k, c)| (*k, *c))
+    pub fn entries<'a>(&'a self, g: &'a [u8]) -> impl Iterator<Item = (u64, u32)> + 'a {
+        (0..self.firsts.len())
+            .filter(|&s| self.firsts[s] != EMPTY_SLOT)
+            .map(move |s| {
+                let count = match self.counts[s] {
+                    COUNT_ASIDE => self.aside[&(s as u64)],
+                    c => u32::from(c),
+                };
+                (canonical_at(g, u64::from(self.firsts[s]), self.k), count)
+            })
     }
 }
 
@@ -295,7 +359,7 @@ pub fn build(
         move |e: &mut Emitter| -> std::result::Result<(), Stop> {
             let mut rng = Rng::new(seed, rng::stream::WORKLOAD);
             let g = synth_genome(cfg.bases(), cfg.repeat_fraction, &mut rng);
-            let mut counts = CountTable::new(cfg.slots());
+            let mut counts = CountTable::new(cfg.slots(), cfg.k);
             let mut roller = Roller::new(cfg.k);
             for i in 0..cfg.bases() {
                 if i % 32 == 0 {
@@ -310,7 +374,7 @@ pub fn build(
                 };
                 // The mixing hash and the mask.
                 e.instr(8);
-                let p = counts.count(kmer);
+                let p = counts.count(&g, kmer, i + 1 - u64::from(cfg.k));
                 for j in 0..p.probes {
                     // Compare the slot's key; the first probe's address comes from the hash
                     // of a computed k-mer, the next ones are the following slots.
@@ -383,16 +447,54 @@ mod tests {
         for kmer in naive_kmers(&bases, 11) {
             *want.entry(kmer).or_default() += 1;
         }
-        let mut table = CountTable::new(cfg.slots());
+        let mut table = CountTable::new(cfg.slots(), 11);
         let mut roller = Roller::new(11);
-        for &b in &bases {
+        for (i, &b) in bases.iter().enumerate() {
             if let Some(kmer) = roller.push(b) {
-                table.count(kmer);
+                assert_eq!(canonical_at(&g, i as u64 - 10, 11), kmer);
+                table.count(&g, kmer, i as u64 - 10);
             }
         }
-        let got: HashMap<u64, u32> = table.entries().collect();
+        let got: HashMap<u64, u32> = table.entries(&g).collect();
         assert_eq!(got, want);
         assert!(want.values().any(|&c| c > 1), "the genome has repeats");
+    }
+
+    #[test]
+    fn counts_beyond_a_byte_are_kept_exactly() {
+        // A run of 1,021 A's, then C, G, T: 1,017 k-mers of A's, then three others.
+        let mut g = vec![0u8; 256];
+        g[255] = 0b1110_0100; // the last four bases: A C G T
+        let k = 5;
+        let mut table = CountTable::new(2048, k);
+        let mut roller = Roller::new(k);
+        for i in 0..1024u64 {
+            if let Some(kmer) = roller.push(base_at(&g, i)) {
+                table.count(&g, kmer, i + 1 - u64::from(k));
+            }
+        }
+        let got: HashMap<u64, u32> = table.entries(&g).collect();
+        assert_eq!(got.get(&0), Some(&1017), "{got:?}");
+        assert_eq!(got.len(), 4);
+        assert_eq!(got.values().sum::<u32>(), 1020);
+    }
+
+    proptest::proptest! {
+        /// The k-mer read back from where it starts is the one the roller computed at its
+        /// last base, for every k and offset, up to the genome's last byte.
+        #[test]
+        fn a_kmer_read_back_from_the_genome_is_the_rolled_one(
+            g in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..40),
+            k in 1u32..=31,
+        ) {
+            let bases = 4 * g.len() as u64;
+            let mut roller = Roller::new(k);
+            for i in 0..bases {
+                if let Some(kmer) = roller.push(base_at(&g, i)) {
+                    proptest::prop_assert_eq!(canonical_at(&g, i + 1 - u64::from(k), k), kmer);
+                }
+            }
+        }
     }
 
     #[test]
