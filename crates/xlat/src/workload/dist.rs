@@ -165,19 +165,97 @@ impl Scatter {
     }
 
     fn permute_domain(&self, x: u64) -> u64 {
+        self.permute_lanes([x])[0]
+    }
+
+    /// [`Scatter::permute_domain`] of `L` values at once, each round over all of them before
+    /// the next: one value's rounds wait on each other's multiplies, several values' overlap.
+    #[inline(always)]
+    fn permute_lanes<const L: usize>(&self, x: [u64; L]) -> [u64; L] {
         let mask = (1u64 << self.half_bits) - 1;
-        let (mut l, mut r) = (x >> self.half_bits, x & mask);
+        let mut l = x.map(|x| x >> self.half_bits);
+        let mut r = x.map(|x| x & mask);
         for k in self.keys {
-            let f = mix64(r ^ k) & mask;
-            (l, r) = (r, l ^ f);
+            for i in 0..L {
+                let f = mix64(r[i] ^ k) & mask;
+                (l[i], r[i]) = (r[i], l[i] ^ f);
+            }
         }
-        (l << self.half_bits) | r
+        std::array::from_fn(|i| (l[i] << self.half_bits) | r[i])
+    }
+
+    /// [`Scatter::apply`] to every value of `xs` (each `< n`, and `n <= 2^32`), in place: four
+    /// values' rounds at a time ([`Scatter::permute_lanes`]), then again for those the
+    /// permutation left outside `0..n` (the cycle walk), until none is.
+    pub fn apply_all(&self, xs: &mut [u32]) {
+        const LANES: usize = 4;
+        // Every value of the domain fits 32 bits: it is the smallest even-bit-width power of
+        // two holding n <= 2^32.
+        debug_assert!(self.half_bits <= 16);
+        // The first step of every value, then steps for the values still outside `0..n`,
+        // gathered four at a time; a last partial group walks to the end one by one.
+        let mut chunks = xs.chunks_exact_mut(LANES);
+        for c in &mut chunks {
+            let y = self.permute_lanes([0, 1, 2, 3].map(|i| u64::from(c[i])));
+            for (x, y) in c.iter_mut().zip(y) {
+                *x = y as u32;
+            }
+        }
+        for x in chunks.into_remainder() {
+            *x = self.permute_domain(u64::from(*x)) as u32;
+        }
+        loop {
+            let mut group = [0usize; LANES];
+            let mut held = 0;
+            let mut walked = false;
+            for i in 0..xs.len() {
+                if u64::from(xs[i]) < self.n {
+                    continue;
+                }
+                walked = true;
+                group[held] = i;
+                held += 1;
+                if held == LANES {
+                    let y = self.permute_lanes(group.map(|i| u64::from(xs[i])));
+                    for (&i, y) in group.iter().zip(y) {
+                        xs[i] = y as u32;
+                    }
+                    held = 0;
+                }
+            }
+            for &i in &group[..held] {
+                let mut y = u64::from(xs[i]);
+                while y >= self.n {
+                    y = self.permute_domain(y);
+                }
+                xs[i] = y as u32;
+            }
+            if !walked {
+                return;
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scatter_applied_to_many_values_at_once_maps_each_as_alone() {
+        // Odd and even bit widths (an odd one walks half its values), and lengths around the
+        // groups of four.
+        for n in [1u64, 2, 7, 1000, 1 << 13, (1 << 13) + 5, 1 << 25] {
+            let s = Scatter::new(n, &mut Rng::new(9, 4));
+            let mut rng = Rng::new(10, 4);
+            for len in [0usize, 1, 3, 4, 5, 8, 63, 64, 257] {
+                let mut xs: Vec<u32> = (0..len).map(|_| rng.below(n) as u32).collect();
+                let want: Vec<u32> = xs.iter().map(|&x| s.apply(x.into()) as u32).collect();
+                s.apply_all(&mut xs);
+                assert_eq!(xs, want, "n {n} len {len}");
+            }
+        }
+    }
 
     #[test]
     fn scatter_invert_undoes_apply() {

@@ -201,7 +201,7 @@ impl Implicit {
                 let mine = (u >> (scale - 1 - level)) & 1;
                 other = (other << 1) | (r < given[mine as usize]) as u32;
             }
-            self.labels.apply(other as u64) as u32
+            other
         };
         for _ in 0..d_out {
             out.push(draw(&self.dst_one, &mut rng));
@@ -211,6 +211,9 @@ impl Implicit {
         }
         // Only the rows cut to keep the allocation bound are shorter than drawn.
         out.truncate(len);
+        // The drawn internal ids to vertex labels, all at once (the permutation's rounds are
+        // most of a row's time, and several values' rounds overlap).
+        self.labels.apply_all(out);
         out.sort_unstable();
     }
 
