@@ -94,6 +94,76 @@ impl PartialEq for Implicit {
     }
 }
 
+/// The R-MAT draw of the other end of one of internal vertex `u`'s edges: bit by bit from the
+/// top, the other end's bit is 1 with a probability that depends on `u`'s bit at that level
+/// (16-bit fixed point, compared with 16 random bits; four levels per random word).
+///
+/// The four comparisons of a word are made at once, two in each half of a 64-bit word: per
+/// 32-bit lane, `threshold + 0xffff - random` lies in `0..2^17` and has bit 16 set exactly
+/// when `random < threshold`, with no borrow between lanes. A row computes its lanes'
+/// thresholds once (they depend only on `u`'s bits), so a draw is a few operations per word.
+struct EdgeDraw {
+    /// Per group of four levels: the thresholds (plus `0xffff`) of levels 0 and 2 of the group
+    /// in the low and high halves of the first word, of levels 1 and 3 in the second; 0 for
+    /// levels past the scale.
+    groups: [(u64, u64); 8],
+    /// Groups in use: `scale / 4` rounded up.
+    count: usize,
+    /// Levels in the last group (1 to 4).
+    last: u32,
+}
+
+impl EdgeDraw {
+    /// The draw for `u` of a graph of `2^scale` vertices (`scale <= 32`), with `given[b]` the
+    /// threshold for a level where `u`'s bit is `b`.
+    fn new(given: &[u32; 2], u: u32, scale: u32) -> EdgeDraw {
+        debug_assert!(scale <= 32);
+        let threshold = |level: u32| -> u64 {
+            if level < scale {
+                u64::from(given[((u >> (scale - 1 - level)) & 1) as usize])
+            } else {
+                0
+            }
+        };
+        const SPREAD: u64 = 0x0000_ffff_0000_ffff;
+        let mut groups = [(0, 0); 8];
+        let count = scale.div_ceil(4) as usize;
+        for (j, g) in groups[..count].iter_mut().enumerate() {
+            let l = 4 * j as u32;
+            *g = (
+                (threshold(l) | threshold(l + 2) << 32) + SPREAD,
+                (threshold(l + 1) | threshold(l + 3) << 32) + SPREAD,
+            );
+        }
+        EdgeDraw {
+            groups,
+            count,
+            last: scale + 4 - 4 * (count.max(1) as u32),
+        }
+    }
+
+    /// One draw: a random word per group of four levels from `rng`.
+    #[inline]
+    fn draw(&self, rng: &mut Rng) -> u32 {
+        const LANES: u64 = 0x0000_ffff_0000_ffff;
+        let nibble = |&(even, odd): &(u64, u64), bits: u64| -> u32 {
+            let e = even - (bits & LANES);
+            let o = odd - ((bits >> 16) & LANES);
+            (((e >> 13) & 8) | ((o >> 14) & 4) | ((e >> 47) & 2) | ((o >> 48) & 1)) as u32
+        };
+        let Some((last, full)) = self.groups[..self.count].split_last() else {
+            return 0;
+        };
+        let mut other = 0u32;
+        for g in full {
+            other = (other << 4) | nibble(g, rng.next_u64());
+        }
+        // The last group's levels are its nibble's top bits.
+        let bits = nibble(last, rng.next_u64()) >> (4 - self.last);
+        (other << self.last) | bits
+    }
+}
+
 /// Entries the neighbour array is allocated for: the expected `2 * edges` plus eight standard
 /// deviations of their Poisson total, so that a draw above it is practically impossible (and
 /// if it happens the last rows are cut, keeping the bound).
@@ -189,25 +259,15 @@ impl Implicit {
         let (d_out, d_in) = self.degrees(&mut rng, u);
         let len = self.degree(v) as usize;
         out.reserve(len);
-        let scale = self.scale;
-        let draw = |given: &[u32; 2], rng: &mut Rng| {
-            let (mut other, mut bits) = (0u32, 0u64);
-            for level in 0..scale {
-                if level % 4 == 0 {
-                    bits = rng.next_u64();
-                }
-                let r = (bits & 0xffff) as u32;
-                bits >>= 16;
-                let mine = (u >> (scale - 1 - level)) & 1;
-                other = (other << 1) | (r < given[mine as usize]) as u32;
-            }
-            other
-        };
+        let (dst, src) = (
+            EdgeDraw::new(&self.dst_one, u, self.scale),
+            EdgeDraw::new(&self.src_one, u, self.scale),
+        );
         for _ in 0..d_out {
-            out.push(draw(&self.dst_one, &mut rng));
+            out.push(dst.draw(&mut rng));
         }
         for _ in 0..d_in {
-            out.push(draw(&self.src_one, &mut rng));
+            out.push(src.draw(&mut rng));
         }
         // Only the rows cut to keep the allocation bound are shorter than drawn.
         out.truncate(len);
@@ -380,6 +440,43 @@ impl RowCache {
 mod tests {
     use super::super::Csr;
     use super::*;
+
+    /// The R-MAT draw one level at a time, as [`EdgeDraw`] defines it.
+    fn draw_level_by_level(given: &[u32; 2], u: u32, scale: u32, rng: &mut Rng) -> u32 {
+        let (mut other, mut bits) = (0u32, 0u64);
+        for level in 0..scale {
+            if level % 4 == 0 {
+                bits = rng.next_u64();
+            }
+            let r = (bits & 0xffff) as u32;
+            bits >>= 16;
+            let mine = (u >> (scale - 1 - level)) & 1;
+            other = (other << 1) | (r < given[mine as usize]) as u32;
+        }
+        other
+    }
+
+    proptest::proptest! {
+        /// Four levels a word give the draws one level at a time gives, from the same random
+        /// words, for every scale (partial last groups included) and thresholds up to 2^16.
+        #[test]
+        fn an_edge_drawn_four_levels_at_a_time_is_drawn_as_level_by_level(
+            given in proptest::array::uniform2(0u32..=65536),
+            u in proptest::prelude::any::<u32>(),
+            scale in 0u32..=32,
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            let u = if scale == 32 { u } else { u & ((1u32 << scale) - 1) };
+            let draw = EdgeDraw::new(&given, u, scale);
+            let (mut a, mut b) = (Rng::new(seed, 4), Rng::new(seed, 4));
+            for _ in 0..8 {
+                proptest::prop_assert_eq!(
+                    draw.draw(&mut a),
+                    draw_level_by_level(&given, u, scale, &mut b)
+                );
+            }
+        }
+    }
 
     #[test]
     fn degree_distributions_are_the_r_mat_means_of_each_vertex() {
