@@ -236,7 +236,7 @@ pub struct Probe {
 /// The canonical k-mer of `k` bases (1..=31) of packed genome `g` starting at base `start`, as
 /// [`Roller`] computes it when it reaches the k-mer's last base.
 #[inline]
-pub fn canonical_at(g: &[u8], start: u64, k: u32) -> u64 {
+fn canonical_at(g: &[u8], start: u64, k: u32) -> u64 {
     // Bases `start..start + k` as a little-endian bit string, base `start + m` at bits 2m:
     // at most 62 bits after a shift of at most 6, so 16 bytes from `start / 4` hold them.
     let at = (start / 4) as usize;

@@ -113,6 +113,10 @@ struct EdgeDraw {
     last: u32,
 }
 
+/// The low 16 bits of each 32-bit half of a word: a lane's random bits, and what a threshold is
+/// raised by.
+const EDGE_LANES: u64 = 0x0000_ffff_0000_ffff;
+
 impl EdgeDraw {
     /// The draw for `u` of a graph of `2^scale` vertices (`scale <= 32`), with `given[b]` the
     /// threshold for a level where `u`'s bit is `b`.
@@ -125,14 +129,13 @@ impl EdgeDraw {
                 0
             }
         };
-        const SPREAD: u64 = 0x0000_ffff_0000_ffff;
         let mut groups = [(0, 0); 8];
         let count = scale.div_ceil(4) as usize;
         for (j, g) in groups[..count].iter_mut().enumerate() {
             let l = 4 * j as u32;
             *g = (
-                (threshold(l) | threshold(l + 2) << 32) + SPREAD,
-                (threshold(l + 1) | threshold(l + 3) << 32) + SPREAD,
+                (threshold(l) | threshold(l + 2) << 32) + EDGE_LANES,
+                (threshold(l + 1) | threshold(l + 3) << 32) + EDGE_LANES,
             );
         }
         EdgeDraw {
@@ -145,10 +148,9 @@ impl EdgeDraw {
     /// One draw: a random word per group of four levels from `rng`.
     #[inline]
     fn draw(&self, rng: &mut Rng) -> u32 {
-        const LANES: u64 = 0x0000_ffff_0000_ffff;
         let nibble = |&(even, odd): &(u64, u64), bits: u64| -> u32 {
-            let e = even - (bits & LANES);
-            let o = odd - ((bits >> 16) & LANES);
+            let e = even - (bits & EDGE_LANES);
+            let o = odd - ((bits >> 16) & EDGE_LANES);
             (((e >> 13) & 8) | ((o >> 14) & 4) | ((e >> 47) & 2) | ((o >> 48) & 1)) as u32
         };
         let Some((last, full)) = self.groups[..self.count].split_last() else {
