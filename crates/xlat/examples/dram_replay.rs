@@ -9,15 +9,22 @@
 //!
 //! Prints the calls, the best time of `REPEATS` replays (default 3), nanoseconds per call, and
 //! checksums of every returned latency and of the final stats: equal checksums, equal model.
+//!
+//! With `--issue-order` it also makes the reads and writes once more in order of their issue
+//! cycles (ties in call order), as a controller that saw every request the moment it was
+//! issued would, and prints each requester's mean latency and queueing both ways: how much of
+//! the queueing comes from the engine calling DRAM in program order rather than in time.
 
 use std::process::ExitCode;
 use xlat::mem::dram::log::{Event, EVENT_BYTES};
-use xlat::mem::dram::Dram;
+use xlat::mem::dram::{Dram, DramStats};
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let issue_order = args.iter().any(|a| a == "--issue-order");
+    args.retain(|a| a != "--issue-order");
     let Some(path) = args.first() else {
-        eprintln!("usage: dram_replay LOG [PRESET] [REPEATS]");
+        eprintln!("usage: dram_replay LOG [PRESET] [REPEATS] [--issue-order]");
         return ExitCode::from(2);
     };
     let preset = args.get(1).map_or("baseline-radix", String::as_str);
@@ -72,7 +79,45 @@ fn main() -> ExitCode {
         events.len(),
         best * 1e9 / events.len().max(1) as f64
     );
+    if issue_order {
+        let mut dram = Dram::new(&cfg.dram, cfg.core.frequency_ghz);
+        replay(&mut dram, &events);
+        print_queueing("call order", dram.stats());
+        let mut dram = Dram::new(&cfg.dram, cfg.core.frequency_ghz);
+        replay(&mut dram, &in_issue_order(&events));
+        print_queueing("issue order", dram.stats());
+    }
     ExitCode::SUCCESS
+}
+
+/// The reads and writes of `events` sorted by issue cycle (stably), each preceded by a floor
+/// at its own cycle: in this order no later call is issued earlier.
+fn in_issue_order(events: &[Event]) -> Vec<Event> {
+    let mut calls: Vec<(u64, Event)> = events
+        .iter()
+        .filter_map(|&e| match e {
+            Event::Floor(_) => None,
+            Event::Read(_, now, _) | Event::Write(_, now) => Some((now, e)),
+        })
+        .collect();
+    calls.sort_by_key(|&(now, _)| now);
+    calls
+        .into_iter()
+        .flat_map(|(now, e)| [Event::Floor(now), e])
+        .collect()
+}
+
+fn print_queueing(order: &str, stats: &DramStats) {
+    for (name, r) in [("data", &stats.data), ("translation", &stats.translation)] {
+        let per = |x: u64| x as f64 / r.reads.max(1) as f64;
+        println!(
+            "{order:>11}: {name:<11} reads={} mean_latency={:.1} queue_cycles={:.1} row_hits={:.3}",
+            r.reads,
+            per(r.total_latency),
+            per(r.queue_cycles),
+            r.row_hit_rate()
+        );
+    }
 }
 
 /// Make the calls; returns a checksum of the latencies, in order.

@@ -478,4 +478,13 @@ impl DramTiming {
     pub fn trc(&self) -> u64 {
         self.tras + self.trp
     }
+    /// The earliest precharge a column command at `cas` allows its row: tRTP after a read,
+    /// tWR after the end of a write's data.
+    pub fn pre_after(&self, cas: u64, write: bool) -> u64 {
+        if write {
+            cas + self.tcwl + self.burst + self.twr
+        } else {
+            cas + self.trtp
+        }
+    }
 }

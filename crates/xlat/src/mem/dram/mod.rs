@@ -184,42 +184,60 @@ pub struct WriteStats {
     pub drains: u64,
 }
 
-/// No row open in a bank. Row numbers are address bits shifted right by at least 6, so they
-/// never reach this value.
-const NO_ROW: u64 = u64::MAX;
-
-/// One bank's row state: the open row and, for requests issued before it was opened, the row
-/// it replaced. One host cache line (a request reads one bank's state, and the requests of a
-/// run like GUPS come at banks the host has not cached).
-#[derive(Clone, Copy, Debug)]
-#[repr(align(64))]
-struct Bank {
-    open_row: u64,
-    /// Who activated the open row.
+/// One row's time open in a bank: activated at `act`, precharged at `close`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Episode {
+    row: u64,
+    /// Who activated it.
     opener: Requester,
-    /// Cycle of the open row's activate.
     act: u64,
-    /// The earliest precharge its accesses allow the open row: tRTP after its latest read
-    /// command and tWR after the end of its latest write data.
+    /// The earliest precharge its accesses allow: tRTP after its latest read command and
+    /// tWR after the end of its latest write data.
     pre_ready: u64,
-    /// The row open before, from its activate `prev_act` to its precharge `prev_close`.
-    prev_row: u64,
-    prev_act: u64,
-    prev_close: u64,
+    /// Its precharge, or [`OPEN`] for a bank's last row, open until a request for another
+    /// row closes it (open-page policy). A refresh also closes it ([`Dram::same_refresh`]).
+    close: u64,
 }
 
-const _: () = assert!(std::mem::size_of::<Bank>() == 64);
+/// A bank drops its closed rows once it keeps this many ([`Bank::trim`]).
+const TRIM_AT: usize = 8;
+
+/// The `close` of a row still open.
+const OPEN: u64 = u64::MAX;
+
+/// One bank's rows over time. Requests are called in program order but issued out of order
+/// in time (and, on several cores, each core's requests run ahead of the others' by up to a
+/// memory latency), so a request issued before rows already booked on its bank is served in
+/// the time before them: as a hit in a row open then, or as a row of its own in a gap between
+/// two, where the precharge, activate, access and precharge it needs fit before the next
+/// row's activate. Only a request that fits in no gap waits for the rows booked after it.
+#[derive(Clone, Debug, Default)]
+struct Bank {
+    /// In order of time, each closed before the next opens; rows closed by the floor are
+    /// dropped (no request can reach them).
+    rows: Vec<Episode>,
+    /// The precharge of the last row dropped (0: none): the bank is closed from then until
+    /// `rows[0]`.
+    closed_from: u64,
+}
 
 impl Bank {
-    const CLOSED: Bank = Bank {
-        open_row: NO_ROW,
-        opener: Requester::Data,
-        act: 0,
-        pre_ready: 0,
-        prev_row: NO_ROW,
-        prev_act: 0,
-        prev_close: 0,
-    };
+    /// Drop the rows that closed by `floor`, keeping at least the last. Only once there are
+    /// a few: the searches start at the row open at the request's cycle (a bisection), so
+    /// rows before it cost nothing, and dropping them one at a time would move the rest on
+    /// every request.
+    #[inline]
+    fn trim(&mut self, floor: u64) {
+        if self.rows.len() < TRIM_AT {
+            return;
+        }
+        let n = self.rows.iter().take_while(|e| e.close <= floor).count();
+        let n = n.min(self.rows.len().saturating_sub(1));
+        if n > 0 {
+            self.closed_from = self.rows[n - 1].close;
+            self.rows.drain(..n);
+        }
+    }
 }
 
 /// How a request found its row.
@@ -256,6 +274,8 @@ struct Burst {
     ch: usize,
     /// Its rank, over all channels.
     rank: usize,
+    /// A write's burst (else a read's).
+    write: bool,
     /// From its column command to its data: tCL or tCWL.
     data_delay: u64,
     /// [`BurstGaps::tag`].
@@ -645,7 +665,7 @@ impl Dram {
             } else {
                 0
             },
-            banks: vec![Bank::CLOSED; ranks * cfg.banks as usize],
+            banks: vec![Bank::default(); ranks * cfg.banks as usize],
             rank_state,
             gaps,
             channels: vec![
@@ -902,6 +922,12 @@ impl Dram {
     /// Schedule one column access (a read, or a write of a drain) to `c` in bank `bank`,
     /// issued at `at`: returns the cycle its data burst ends, how it found its row, and, for
     /// a conflict, who had opened the row it closed.
+    ///
+    /// The bank's rows are tried in order of time from the one open (or last closed) at `at`:
+    /// a hit in a row of `c`'s if the access fits before that row's precharge, else a row of
+    /// its own after that one if it fits before the next ([`Dram::open_row`]). After the
+    /// bank's last row it always fits. So a request waits for rows booked after it in time
+    /// only when none of the gaps before them holds it.
     fn schedule(
         &mut self,
         c: &DramCoord,
@@ -912,66 +938,100 @@ impl Dram {
     ) -> (u64, RowOutcome, Option<Requester>) {
         let t = self.timing;
         let rank = self.rank_index(c);
-        let group = c.bank & self.group_mask;
-        let ch = c.channel as usize;
-        let b = self.banks[bank];
         let data_delay = if write { t.tcwl } else { t.tcl };
         let burst = Burst {
-            ch,
+            ch: c.channel as usize,
             rank,
+            write,
             data_delay,
-            tag: BurstGaps::tag(write, rank, group),
+            tag: BurstGaps::tag(write, rank, c.bank & self.group_mask),
         };
-
-        // A hit: the open row, still open (no refresh since its activate), or the row before
-        // it, if the access fits before its precharge.
-        let mut hit = None;
-        if b.open_row == c.row {
-            let slot = self.earliest_cas(&burst, at.max(b.act + t.trcd));
-            if self.same_refresh(rank, b.act, slot.start - data_delay) {
-                hit = Some(slot);
-            }
-        } else if b.prev_row == c.row && at < b.prev_close {
-            let slot = self.earliest_cas(&burst, at.max(b.prev_act + t.trcd));
-            let cas = slot.start - data_delay;
-            let done = if write {
-                cas + t.tcwl + t.burst + t.twr
-            } else {
-                cas + t.trtp
-            };
-            if done <= b.prev_close && self.same_refresh(rank, b.prev_act, cas) {
-                // Served in the old row's time: the bank's state is not the one it changes.
-                self.book_cas(&burst, slot);
-                return (cas + data_delay + t.burst, RowOutcome::Hit, None);
+        self.banks[bank].trim(self.floor);
+        // The rows activated by `at`, counted from the newest (most requests come after it).
+        let rows = &self.banks[bank].rows;
+        let n = rows.len();
+        let mut first = n;
+        while first > 0 && rows[first - 1].act > at {
+            first -= 1;
+        }
+        if first == 0 {
+            if let Some(done) = self.open_row(c, bank, 0, at, &burst, requester) {
+                return done;
             }
         }
-        if let Some(slot) = hit {
-            let cas = self.book_cas(&burst, slot);
-            let b = &mut self.banks[bank];
-            if write {
-                b.pre_ready = b.pre_ready.max(cas + t.tcwl + t.burst + t.twr);
-            } else {
-                b.pre_ready = b.pre_ready.max(cas + t.trtp);
+        for k in first.saturating_sub(1)..n {
+            let e = self.banks[bank].rows[k];
+            if e.row == c.row && e.close > at {
+                let slot = self.earliest_cas(&burst, at.max(e.act + t.trcd));
+                let cas = slot.start - data_delay;
+                let pre = t.pre_after(cas, write);
+                if self.same_refresh(rank, e.act, cas) && (e.close == OPEN || pre <= e.close) {
+                    self.book_cas(&burst, slot);
+                    let e = &mut self.banks[bank].rows[k];
+                    e.pre_ready = e.pre_ready.max(pre);
+                    return (cas + data_delay + t.burst, RowOutcome::Hit, None);
+                }
             }
-            return (cas + data_delay + t.burst, RowOutcome::Hit, None);
+            if let Some(done) = self.open_row(c, bank, k + 1, at, &burst, requester) {
+                return done;
+            }
         }
+        unreachable!("a row after a bank's last always fits")
+    }
 
-        // A miss: after the bank's current row was opened (a conflict called after requests
-        // already scheduled on its bank waits for them), precharge that row unless a refresh
-        // closed it, then activate.
-        let at = if b.open_row == NO_ROW {
-            at
-        } else {
-            at.max(b.act)
+    /// Open `c`'s row for an access issued at `at` as row `pos` of the bank: after the row
+    /// before it (precharging that one unless it has closed; none: the bank is closed since
+    /// `closed_from`) and precharged again in time for the next row's activate, if there is
+    /// one. Books it and returns what [`Dram::schedule`] returns, or `None` if it does not
+    /// fit before the next row.
+    #[inline(always)]
+    fn open_row(
+        &mut self,
+        c: &DramCoord,
+        bank: usize,
+        pos: usize,
+        at: u64,
+        burst: &Burst,
+        requester: Requester,
+    ) -> Option<(u64, RowOutcome, Option<Requester>)> {
+        let t = self.timing;
+        let (rank, write) = (burst.rank, burst.write);
+        let group = c.bank & self.group_mask;
+        let b = &self.banks[bank];
+        let next_act = b.rows.get(pos).map(|e| e.act);
+        // The row before: precharged for this one if it is still open then (a conflict),
+        // or already closed by its own precharge or a refresh (an empty bank).
+        // `close`: when the row before closes, if this one sets it.
+        let (outcome, closed, act_from, close) = match pos.checked_sub(1).map(|i| b.rows[i]) {
+            None if b.closed_from == 0 => (RowOutcome::Empty, None, at, None),
+            None => (RowOutcome::Empty, None, at.max(b.closed_from + t.trp), None),
+            Some(e) => {
+                let from = at.max(e.act);
+                if from < e.close && self.same_refresh(rank, e.act, from) {
+                    let ready = from.max(e.act + t.tras).max(e.pre_ready);
+                    let pre = self.after_refresh(rank, ready);
+                    if pre < e.close {
+                        (RowOutcome::Conflict, Some(e.opener), pre + t.trp, Some(pre))
+                    } else {
+                        // Its precharge is booked before then: the bank is closed after it.
+                        (RowOutcome::Empty, None, from.max(e.close + t.trp), None)
+                    }
+                } else if from >= e.close {
+                    (RowOutcome::Empty, None, from.max(e.close + t.trp), None)
+                } else {
+                    // A refresh closed it, when the interval holding `from` began.
+                    let refreshed = self.rank_state[rank].refresh.interval(from).start;
+                    (RowOutcome::Empty, None, from, Some(refreshed))
+                }
+            }
         };
-        let open = b.open_row != NO_ROW && self.same_refresh(rank, b.act, at);
-        let (outcome, closed, mut act_from, pre) = if open {
-            let ready = at.max(b.act + t.tras).max(b.pre_ready);
-            let pre = self.after_refresh(rank, ready);
-            (RowOutcome::Conflict, Some(b.opener), pre + t.trp, Some(pre))
-        } else {
-            (RowOutcome::Empty, None, at, None)
-        };
+        // The least a row of its own holds the bank (activate to access, or tRAS, then a
+        // precharge): no search when the gap is shorter.
+        let least = t.tras.max(t.trcd + t.tcl.min(t.tcwl)) + t.trp;
+        if next_act.is_some_and(|next| act_from + least > next) {
+            return None;
+        }
+        let mut act_from = act_from;
         let (slot, cas) = loop {
             let mut act = act_from;
             let slot = loop {
@@ -981,32 +1041,39 @@ impl Dram {
                     break free;
                 }
             };
-            let cas = self.earliest_cas(&burst, act + t.trcd);
-            if self.same_refresh(rank, act, cas.start - data_delay) {
+            let cas = self.earliest_cas(burst, act + t.trcd);
+            if self.same_refresh(rank, act, cas.start - burst.data_delay) {
                 break (slot, cas);
             }
             // A refresh would close the row between its activate and the access: after it.
-            act_from = self.after_refresh(rank, cas.start - data_delay);
+            act_from = self.after_refresh(rank, cas.start - burst.data_delay);
         };
         let act = slot.act;
+        let pre_ready = t.pre_after(cas.start - burst.data_delay, write);
+        // As the latest read at 0 and write data ending at 0 (none) bound it too.
+        let pre_ready = pre_ready.max(if write { t.trtp } else { t.twr });
+        if next_act.is_some_and(|next| pre_ready.max(act + t.tras) + t.trp > next) {
+            return None;
+        }
         self.rank_state[rank].acts.book(slot, group, self.floor);
-        let cas = self.book_cas(&burst, cas);
+        let cas = self.book_cas(burst, cas);
         let b = &mut self.banks[bank];
-        *b = Bank {
-            open_row: c.row,
+        if let Some(close) = close {
+            b.rows[pos - 1].close = close;
+        }
+        let row = Episode {
+            row: c.row,
             opener: requester,
             act,
-            // As the latest read at 0 and write data ending at 0 (none) bound it too.
-            pre_ready: if write {
-                (cas + t.tcwl + t.burst + t.twr).max(t.trtp)
-            } else {
-                (cas + t.trtp).max(t.twr)
-            },
-            prev_row: if open { b.open_row } else { NO_ROW },
-            prev_act: b.act,
-            prev_close: pre.unwrap_or(0),
+            pre_ready,
+            close: next_act.map_or(OPEN, |next| next - t.trp),
         };
-        (cas + data_delay + t.burst, outcome, closed)
+        if pos == b.rows.len() {
+            b.rows.push(row);
+        } else {
+            b.rows.insert(pos, row);
+        }
+        Some((cas + burst.data_delay + t.burst, outcome, closed))
     }
 
     /// The earliest column command at or after `at` of a burst tagged `tag` in `rank` of

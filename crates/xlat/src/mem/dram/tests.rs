@@ -322,6 +322,41 @@ fn an_earlier_request_called_later_does_not_wait_behind_a_later_one() {
 }
 
 #[test]
+fn a_conflict_called_late_is_served_in_the_gap_before_the_rows_booked_after_it() {
+    let mut d = Dram::new(&simple(), 1.0);
+    let t = *d.timing();
+    let rows: Vec<PhysAddr> = (0..5).map(|r| at(&d, 0, 0, 3, r, 0)).collect();
+    let row = |r: usize| rows[r];
+    // Row 1 opens at 0; row 2 is asked for at 5000 and booked first.
+    assert_eq!(d.access(row(1), 0, Requester::Data), t.row_empty());
+    assert_eq!(d.access(row(2), 5000, Requester::Data), t.row_conflict());
+    // Row 3, issued at 1000 but called after: row 1 closes at 1000, row 3 opens and is
+    // closed again long before row 2's activate at 5000 + tRP: an unloaded conflict.
+    assert_eq!(d.access(row(3), 1000, Requester::Data), t.row_conflict());
+    // Row 1 still serves a hit before 1000, row 3 one after its activate, row 2 its own.
+    assert_eq!(
+        d.access(PhysAddr(row(1).0 + 64), 500, Requester::Data),
+        t.row_hit()
+    );
+    assert_eq!(
+        d.access(PhysAddr(row(3).0 + 64), 2000, Requester::Data),
+        t.row_hit()
+    );
+    assert_eq!(
+        d.access(PhysAddr(row(2).0 + 64), 6000, Requester::Data),
+        t.row_hit()
+    );
+    // Issued just before row 2's precharge-activate window, row 4 does not fit (it would
+    // hold the bank tRAS + tRP): it waits for row 2 and closes it.
+    let late = 5000 - t.tras;
+    let lat = d.access(row(4), late, Requester::Data);
+    assert!(lat > t.row_conflict() + t.tras, "{lat}");
+    let s = &d.stats().data;
+    assert_eq!((s.row_hits, s.row_empty, s.row_conflicts), (3, 1, 3));
+    assert_eq!(s.queue_cycles, lat - t.row_conflict());
+}
+
+#[test]
 fn refresh_blocks_the_rank_and_closes_its_rows() {
     let cfg = DramConfig {
         trefi: 1000,
@@ -660,6 +695,14 @@ proptest! {
                 let lat = d.access(addr, now, r);
                 prop_assert!(lat >= t.row_hit());
                 reads += 1;
+            }
+        }
+        // Each bank's rows follow each other: one open at a time, tRP between a precharge
+        // and the next activate, only the last still open.
+        for bank in &d.banks {
+            for w in bank.rows.windows(2) {
+                prop_assert!(w[0].act < w[0].close && w[0].close != OPEN, "{:?}", w);
+                prop_assert!(w[0].close + t.trp <= w[1].act, "{:?}", w);
             }
         }
         for ch in 0..2 {
