@@ -149,13 +149,15 @@ def test_the_proportioned_machine_divides_table_1s_capacities(preset: str) -> No
         utopia.proportioned(preset, 3)
 
 
-def test_at_paper_proportions_utopias_speed_up_waits_on_its_tar_cache() -> None:
-    # The mark of utopia-fig11-16 and its cause, at the paper's proportions: with Table 1's
-    # TAR cache (scaled), a RestSeg walk's TAR line, one per set, hits far less often than
-    # the paper's 98% (Fig 18; measured 23%, the hits mostly the 2 MB RestSeg's two lines),
-    # and Utopia gains under 2% (1.010x). Given a TAR cache that holds the whole TAR, the
-    # RestSeg walks make Utopia faster than Radix (1.075x) with cheaper translation (0.83x
-    # Radix's MMU cycles); without RestSegs it is Radix again (1.003x).
+def test_at_paper_proportions_utopia_is_faster_than_radix_on_gups() -> None:
+    # Utopia's headline at the paper's proportions, on GUPS: with Table 1's TAR cache (scaled),
+    # a RestSeg walk's TAR line, one per set, hits far less often than the paper's 98% (Fig 18),
+    # yet the RestSeg walks make Utopia faster than Radix (1.067x) with cheaper translation
+    # (0.84x Radix's MMU cycles); a TAR cache that holds the whole TAR adds about 1% (1.078x);
+    # without RestSegs it is Radix again (1.001x). (Before DRAM served a request issued ahead
+    # of rows booked on its bank in the gap before them, Utopia's data reads queued 149 cycles
+    # against Radix's 61 here, and Utopia was 1.010x with Table 1's TAR cache: the mark
+    # utopia-fig11-16 then blamed on the TAR cache was mostly that.)
     whole = {"schemes.utopia.tar_cache_bytes": 1 << 17, "schemes.utopia.sf_cache_bytes": 1 << 17}
     radix = _proportioned_gups("baseline-radix")
     table1 = _proportioned_gups("utopia")
@@ -167,10 +169,11 @@ def test_at_paper_proportions_utopias_speed_up_waits_on_its_tar_cache() -> None:
 
     tar = table1["mmu"]["tar_cache"]
     assert tar["hits"] < 0.5 * (tar["hits"] + tar["misses"]), tar
-    assert cycles(radix) / cycles(table1) < 1.02
-    assert cycles(radix) / cycles(cached) > 1.04
-    translation = cached["mmu"]["translation_cycles"] / radix["mmu"]["translation_cycles"]
-    assert translation < 0.9, translation
+    assert cycles(radix) / cycles(table1) > 1.04
+    assert cycles(table1) >= cycles(cached)
+    for system in (table1, cached):
+        translation = system["mmu"]["translation_cycles"] / radix["mmu"]["translation_cycles"]
+        assert translation < 0.9, translation
     assert cached["mmu"]["rsw"]["hits"] > 0
     assert abs(cycles(off) / cycles(radix) - 1) < 0.01
 

@@ -56,6 +56,11 @@ const TRIM_MIN: usize = 64;
 /// timing only in such bursts, and never lets two bookings overlap.
 const KEEP: usize = 512;
 
+/// Bookings a search passes before it gives up on the free intervals among them and goes
+/// after the last: a request issued long before a burst booked at one cycle would otherwise
+/// scan it all, and so would each of the burst's requests. (Searches pass about 5 on GUPS.)
+const SCAN_MAX: usize = 128;
+
 impl Calendar {
     /// An empty calendar of bookings `len` cycles long, kept at most `max_gap` cycles apart
     /// by the gap rule.
@@ -83,27 +88,34 @@ impl Calendar {
         let max_gap = self.max_gap;
         let at = at.max(self.horizon);
         let len = self.len;
-        if at >= self.packed_from {
-            // Nothing fits before the last booking: after it, and the gaps the last few
-            // (those ending within `max_gap` of it) ask for.
-            let mut s = at;
+        // After the last booking, and the gaps the last few (those ending within `max_gap`
+        // of it) ask for.
+        let after_last = |from: u64| {
+            let mut s = from;
             for e in b.iter().rev() {
                 if e.end + max_gap <= s {
                     break;
                 }
                 s = s.max(e.end + gap(e.tag, tag));
             }
-            return Slot {
+            Slot {
                 start: s,
                 index: b.len(),
-            };
+            }
+        };
+        if at >= self.packed_from {
+            // Nothing fits before the last booking.
+            return after_last(at);
         }
         // Bookings that end (with any gap) by `at` cannot constrain it: ends are in order too.
         // Most requests come after all but the last few bookings: search from the back.
         let first = partition_point_back(b, |e| e.end + max_gap <= at);
         let mut s = at;
-        // At most 2 * KEEP bookings: the scan is bounded by what is kept.
         for (i, e) in b.iter().enumerate().skip(first) {
+            if i - first == SCAN_MAX {
+                // A bus booked solid far ahead (a page copy's burst): after the last booking.
+                return after_last(s);
+            }
             // Fits before `e` if it keeps its gap before `e` and the bookings after `e` that
             // a gap could reach; every booking before `e` was accounted for in `s`.
             let fits_before = |f: &Booking| s + len + gap(tag, f.tag) <= f.start;

@@ -202,6 +202,14 @@ struct Episode {
 /// A bank drops its closed rows once it keeps this many ([`Bank::trim`]).
 const TRIM_AT: usize = 8;
 
+/// Most rows a bank keeps, closed by the floor or not ([`Bank::trim`]).
+const ROWS_KEPT: usize = 32;
+
+/// Rows of a bank a request tries, from the one open at its cycle, before it goes after the
+/// last: a request issued long before the rows booked on its bank (a page copy's burst ahead
+/// of it) would otherwise search every gap between them.
+const ROWS_TRIED: usize = 4;
+
 /// The `close` of a row still open.
 const OPEN: u64 = u64::MAX;
 
@@ -223,7 +231,7 @@ struct Bank {
 
 impl Bank {
     /// Drop the rows that closed by `floor`, keeping at least the last. Only once there are
-    /// a few: the searches start at the row open at the request's cycle (a bisection), so
+    /// a few: the searches start at the row open at the request's cycle (found from the newest), so
     /// rows before it cost nothing, and dropping them one at a time would move the rest on
     /// every request.
     #[inline]
@@ -232,6 +240,10 @@ impl Bank {
             return;
         }
         let n = self.rows.iter().take_while(|e| e.close <= floor).count();
+        // A floor that stays behind (requests issued at one cycle, as a page copy's) keeps at
+        // most `ROWS_KEPT`: the oldest beyond them count as closed, so a request issued before
+        // them waits for them (as every request once did for the rows booked after it).
+        let n = n.max(self.rows.len().saturating_sub(ROWS_KEPT));
         let n = n.min(self.rows.len().saturating_sub(1));
         if n > 0 {
             self.closed_from = self.rows[n - 1].close;
@@ -239,6 +251,11 @@ impl Bank {
         }
     }
 }
+
+/// The last data-bus slot one request's attempts found, and the cycle searched from
+/// ([`Dram::earliest_cas_again`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct FoundSlot(Option<(u64, Slot)>);
 
 /// How a request found its row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -947,6 +964,7 @@ impl Dram {
             tag: BurstGaps::tag(write, rank, c.bank & self.group_mask),
         };
         self.banks[bank].trim(self.floor);
+        let mut found = FoundSlot::default();
         // The rows activated by `at`, counted from the newest (most requests come after it).
         let rows = &self.banks[bank].rows;
         let n = rows.len();
@@ -955,14 +973,19 @@ impl Dram {
             first -= 1;
         }
         if first == 0 {
-            if let Some(done) = self.open_row(c, bank, 0, at, &burst, requester) {
+            if let Some(done) = self.open_row(c, bank, 0, at, &burst, requester, &mut found) {
                 return done;
             }
         }
-        for k in first.saturating_sub(1)..n {
+        let start = first.saturating_sub(1);
+        for k in start..n {
+            if k - start >= ROWS_TRIED && k + 1 < n {
+                // Past the rows a request may try: after the last.
+                continue;
+            }
             let e = self.banks[bank].rows[k];
             if e.row == c.row && e.close > at {
-                let slot = self.earliest_cas(&burst, at.max(e.act + t.trcd));
+                let slot = self.earliest_cas_again(&burst, at.max(e.act + t.trcd), &mut found);
                 let cas = slot.start - data_delay;
                 let pre = t.pre_after(cas, write);
                 if self.same_refresh(rank, e.act, cas) && (e.close == OPEN || pre <= e.close) {
@@ -972,7 +995,7 @@ impl Dram {
                     return (cas + data_delay + t.burst, RowOutcome::Hit, None);
                 }
             }
-            if let Some(done) = self.open_row(c, bank, k + 1, at, &burst, requester) {
+            if let Some(done) = self.open_row(c, bank, k + 1, at, &burst, requester, &mut found) {
                 return done;
             }
         }
@@ -993,6 +1016,7 @@ impl Dram {
         at: u64,
         burst: &Burst,
         requester: Requester,
+        found: &mut FoundSlot,
     ) -> Option<(u64, RowOutcome, Option<Requester>)> {
         let t = self.timing;
         let (rank, write) = (burst.rank, burst.write);
@@ -1041,7 +1065,7 @@ impl Dram {
                     break free;
                 }
             };
-            let cas = self.earliest_cas(burst, act + t.trcd);
+            let cas = self.earliest_cas_again(burst, act + t.trcd, found);
             if self.same_refresh(rank, act, cas.start - burst.data_delay) {
                 break (slot, cas);
             }
@@ -1094,6 +1118,22 @@ impl Dram {
                 return slot;
             }
         }
+    }
+
+    /// [`Dram::earliest_cas`] for one of a request's attempts: nothing is booked between
+    /// them, so an attempt from a cycle between an earlier one's and the slot it found gets
+    /// that slot again without a search (a data bus booked far ahead would be scanned anew
+    /// by every gap and row the request tries).
+    #[inline]
+    fn earliest_cas_again(&self, burst: &Burst, at: u64, found: &mut FoundSlot) -> Slot {
+        if let Some((from, slot)) = found.0 {
+            if from <= at && at + burst.data_delay <= slot.start {
+                return slot;
+            }
+        }
+        let slot = self.earliest_cas(burst, at);
+        found.0 = Some((at, slot));
+        slot
     }
 
     /// Book the burst [`Dram::earliest_cas`] found; returns its column command's cycle.
