@@ -252,6 +252,17 @@ impl Bank {
     }
 }
 
+/// What [`Dram::open_row`] needs of a request: its row, bank group and bank, its issue cycle
+/// and who asked.
+#[derive(Clone, Copy, Debug)]
+struct RowRequest {
+    row: u64,
+    group: u64,
+    bank: usize,
+    at: u64,
+    requester: Requester,
+}
+
 /// The last data-bus slot one request's attempts found, and the cycle searched from
 /// ([`Dram::earliest_cas_again`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -965,6 +976,13 @@ impl Dram {
         };
         self.banks[bank].trim(self.floor);
         let mut found = FoundSlot::default();
+        let req = RowRequest {
+            row: c.row,
+            group: c.bank & self.group_mask,
+            bank,
+            at,
+            requester,
+        };
         // The rows activated by `at`, counted from the newest (most requests come after it).
         let rows = &self.banks[bank].rows;
         let n = rows.len();
@@ -973,7 +991,7 @@ impl Dram {
             first -= 1;
         }
         if first == 0 {
-            if let Some(done) = self.open_row(c, bank, 0, at, &burst, requester, &mut found) {
+            if let Some(done) = self.open_row(&req, 0, &burst, &mut found) {
                 return done;
             }
         }
@@ -995,7 +1013,7 @@ impl Dram {
                     return (cas + data_delay + t.burst, RowOutcome::Hit, None);
                 }
             }
-            if let Some(done) = self.open_row(c, bank, k + 1, at, &burst, requester, &mut found) {
+            if let Some(done) = self.open_row(&req, k + 1, &burst, &mut found) {
                 return done;
             }
         }
@@ -1010,17 +1028,20 @@ impl Dram {
     #[inline(always)]
     fn open_row(
         &mut self,
-        c: &DramCoord,
-        bank: usize,
+        req: &RowRequest,
         pos: usize,
-        at: u64,
         burst: &Burst,
-        requester: Requester,
         found: &mut FoundSlot,
     ) -> Option<(u64, RowOutcome, Option<Requester>)> {
         let t = self.timing;
         let (rank, write) = (burst.rank, burst.write);
-        let group = c.bank & self.group_mask;
+        let &RowRequest {
+            row,
+            group,
+            bank,
+            at,
+            requester,
+        } = req;
         let b = &self.banks[bank];
         let next_act = b.rows.get(pos).map(|e| e.act);
         // The row before: precharged for this one if it is still open then (a conflict),
@@ -1086,7 +1107,7 @@ impl Dram {
             b.rows[pos - 1].close = close;
         }
         let row = Episode {
-            row: c.row,
+            row,
             opener: requester,
             act,
             pre_ready,
