@@ -317,13 +317,15 @@ def test_fig5s_tiny_headroom_is_radixs_walks_of_4k_pages(
     # translation costs. Its direction is marked not shown at tiny scale because most tiny
     # workloads rarely walk (the mark's cause, checked beside the verdict by
     # test_reproduction_at_tiny_scale); the three that do miss Radix's L2 TLB 13,760, 4,555
-    # and 1,208 times and P-TLB runs them 1.71x, 1.12x and 1.14x faster. With Radix's data on
+    # and 1,208 times and P-TLB runs them 1.73x, 1.12x and 1.08x faster (1.71x, 1.12x and 1.14x
+    # before DRAM served late-called requests in the gaps before rows booked after them). With
+    # Radix's data on
     # 2 MB pages (THP on: the tiny footprints then fit the L2 TLB's reach) it misses 32, 5 and
     # 22 times and P-TLB is within 1% of it (1.004x, 0.999x, 0.998x): the headroom is Radix's
     # walks of 4 KB pages.
     on = tiny_reproduction("utopia-fig5").results
     speedups = utopia._speedups(on, "P-TLB")[WALKING]
-    assert (speedups > 1.1).all(), speedups
+    assert (speedups > 1.05).all(), speedups
     misses = utopia._per_workload(on, "stats.mmu.l2tlb.misses", "Radix")[WALKING]
     assert (misses > 1000).all(), misses
     off = tiny_mechanism_off("utopia-fig5", {"Radix": {"os.thp": "always"}}, workloads=WALKING)
