@@ -231,9 +231,9 @@ struct Bank {
 
 impl Bank {
     /// Drop the rows that closed by `floor`, keeping at least the last. Only once there are
-    /// a few: the searches start at the row open at the request's cycle (found from the newest), so
-    /// rows before it cost nothing, and dropping them one at a time would move the rest on
-    /// every request.
+    /// a few: the searches start at the row open at the request's cycle (found from the
+    /// newest), so rows before it cost nothing, and dropping them one at a time would move
+    /// the rest on every request.
     #[inline]
     fn trim(&mut self, floor: u64) {
         if self.rows.len() < TRIM_AT {
@@ -967,18 +967,19 @@ impl Dram {
         let t = self.timing;
         let rank = self.rank_index(c);
         let data_delay = if write { t.tcwl } else { t.tcl };
+        let group = c.bank & self.group_mask;
         let burst = Burst {
             ch: c.channel as usize,
             rank,
             write,
             data_delay,
-            tag: BurstGaps::tag(write, rank, c.bank & self.group_mask),
+            tag: BurstGaps::tag(write, rank, group),
         };
         self.banks[bank].trim(self.floor);
         let mut found = FoundSlot::default();
         let req = RowRequest {
             row: c.row,
-            group: c.bank & self.group_mask,
+            group,
             bank,
             at,
             requester,
