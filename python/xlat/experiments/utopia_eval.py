@@ -320,9 +320,10 @@ EVAL_NOTES = (
 
 #: Why Utopia does not win at quick scale (measured: 0.99x geomean).
 QUICK_REASON = (
-    "measured at quick: Utopia 0.99x on average (geomean), faster on k-mer (1.15x) and GUPS "
-    "(1.08x), slower on DLRM-SLS (0.89x), XSBench (0.93x), SSSP (0.95x) and bc (0.97x), "
-    "the rest within 1%; its walks (FlexSeg + RestSeg) take 2.8x Radix's cycles on average. "
+    "measured at quick: Utopia 0.99x on average (geomean), faster on k-mer (1.12x) and GUPS "
+    "(1.12x), slower on pr (0.85x), XSBench (0.92x), DLRM-SLS (0.93x), SSSP (0.97x) and tc "
+    "(0.99x), the rest within 1%; its walks (FlexSeg + RestSeg) take 2.8x Radix's cycles on "
+    "average. "
     "A RestSeg walk reads the set's TAR line, one 64-byte line per set, and consecutive pages "
     "fall in consecutive sets, so a TAR line serves one page of a sweep where a leaf-PTE line "
     "serves eight, and the 2 KB TAR cache (32 lines) hits about never (paper, Fig 18: 98%): "
@@ -374,7 +375,7 @@ register(
             "tiny": "tiny footprints (GUPS 64 MiB, graphs of 4K vertices) and 30K references "
             "without warm-up: Radix walks rarely (most workloads under 100 L2 TLB misses) and "
             "its PTEs hit in the caches, while Utopia's RestSeg walks read a cold SF and TAR "
-            "from DRAM: Utopia 0.96x "
+            "from DRAM: Utopia 0.98x "
             "(tests/test_utopia_eval.py checks the paper's regime, GUPS at 512 MiB, instead)",
             "quick": QUICK_REASON,
             "full": QUICK_REASON,

@@ -237,7 +237,7 @@ def _analyse(df: pd.DataFrame) -> Analysis:
 
 
 #: Radix's L1 TLB misses per instruction below which translation is "negligible" (the cause
-#: of the tiny-scale mark: at most 14K misses in runs of 330-450K instructions).
+#: of the tiny-scale mark: at most 22K misses in runs of 0.38-2.4M instructions).
 RARE_L1_MISSES = 0.05
 
 
@@ -267,14 +267,15 @@ register(
         direction_check=lambda df, v: v["fig17_utopia_speedup_avg"] > 1.0,
         scale_overrides={scale: _scale_overrides(scale) for scale in SCALES},
         direction_not_shown={
-            "tiny": "translation is negligible at tiny footprints (at most 14K L1 TLB misses "
-            "in a run of 330-450K instructions) and Utopia's RestSeg walks read cold SF and "
-            "TAR lines: 0.83x (per mix 0.73-0.95x in cycles; DRAM row conflicts equal to "
-            "Radix's within 9%); not investigated further",
-            "quick": "measured 0.99x (two mixes faster, 1.07x and 1.14x in cycles; three "
-            "within 0.95-1.0x): the 512 MB RestSeg, shared by four programs of up to 4 GiB, "
-            "holds few of the pages that miss the L2 TLB (GUPS walks as on Radix), and a "
-            "RestSeg walk reads one TAR line per page, which the 2 KB TAR cache rarely holds",
+            "tiny": "translation is negligible at tiny footprints (Radix misses the L1 TLB at "
+            "most 22K times in a run of 0.38-2.4M instructions) and Utopia's RestSeg walks read "
+            "cold SF and TAR lines: 0.92x (per mix 0.87-0.98x; DRAM row conflicts 0.99-1.29x "
+            "Radix's); not investigated further",
+            "quick": "measured 0.98x (0.96-1.00x per mix; in cycles three mixes faster, 1.04x, "
+            "1.09x and 1.11x, two within 0.97-1.0x): the 512 MB RestSeg, shared by four "
+            "programs of up to 4 GiB, holds few of the pages that miss the L2 TLB (GUPS walks "
+            "as on Radix), and a RestSeg walk reads one TAR line per page, which the 2 KB TAR "
+            "cache rarely holds",
         },
         not_shown_cause=_mark_cause,
         notes="Four cores as Table 1 (LLC 2 MB per core, 8 MB shared); the paper also runs 2 "
