@@ -71,6 +71,7 @@ class FakeCore(types.ModuleType):
     def __init__(self) -> None:
         super().__init__("xlat._core")
         self.__version__ = "0.0.0-fake"
+        self.MODEL_EPOCH = "2000-01-01"
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
         self.stats_by_config: dict[str, dict[str, Any]] = {}
         self.error: BaseException | None = None

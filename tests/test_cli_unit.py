@@ -267,7 +267,7 @@ def test_config(fake_core: FakeCore, capsys: pytest.CaptureFixture[str]) -> None
 
 def test_version(fake_core: FakeCore, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out == "xlat 0.0.0-fake\n"
+    assert capsys.readouterr().out == "xlat 0.0.0-fake (model of 2000-01-01)\n"
 
 
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 
 import xlat
 from xlat.results import load, query
-from xlat.sweep import plan, run_id, sweep
+from xlat.sweep import engine_run_id, plan, run_id, sweep
 
 pytestmark = pytest.mark.engine
 
@@ -74,6 +75,34 @@ def test_a_run_finished_in_another_sweep_is_copied_not_simulated(tmp_path: Path)
         progress=False,
     )
     assert (again.ran, again.skipped, again.reused) == (0, 2, 0)
+
+
+def test_a_run_of_an_earlier_model_is_simulated_again_with_a_warning(tmp_path: Path) -> None:
+    # A run id hashes the model epoch: the same config under another epoch is another run.
+    core = xlat.api.engine()
+    (spec,) = plan("baseline-radix", None, GUPS, overrides=TINY)
+    config = core.resolve(spec.system, list(spec.overrides), None)
+    now = engine_run_id(config)
+    assert now == run_id(config, core.__version__, core.MODEL_EPOCH)
+    old = run_id(config, core.__version__, "2000-01-01")
+    assert old != now
+    first = sweep("baseline-radix", None, GUPS, out=tmp_path, overrides=TINY, progress=False)
+    assert first.run_ids == [now]
+    # Make the directory look as the earlier model left it: its run under the earlier id.
+    (tmp_path / "runs" / now).rename(tmp_path / "runs" / old)
+    manifest = json.loads((tmp_path / "sweep.json").read_text())
+    assert manifest["model_epoch"] == core.MODEL_EPOCH
+    manifest["model_epoch"] = "2000-01-01"
+    (tmp_path / "sweep.json").write_text(json.dumps(manifest))
+    with pytest.warns(RuntimeWarning, match="made by the model of 2000-01-01"):
+        again = sweep("baseline-radix", None, GUPS, out=tmp_path, overrides=TINY, progress=False)
+    assert (again.ran, again.skipped) == (1, 0)
+    assert (tmp_path / "runs" / old / "stats.json").is_file()  # kept, not used
+    # Resumed under the same model, nothing runs and nothing is said.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resumed = sweep("baseline-radix", None, GUPS, out=tmp_path, overrides=TINY, progress=False)
+    assert (resumed.ran, resumed.skipped) == (0, 1)
 
 
 def run_id_of(out: Path, entries: int) -> str:
@@ -270,9 +299,7 @@ def test_dask_backend_retries_the_run_of_a_killed_worker(tmp_path: Path) -> None
         for s in plan("baseline-radix", grid, GUPS, overrides=TINY)
         if dict(s.params)["workload.references"] == references[-1]
     ]
-    long_rid = run_id(
-        core.resolve(long_spec.system, list(long_spec.overrides), None), core.__version__
-    )
+    long_rid = engine_run_id(core.resolve(long_spec.system, list(long_spec.overrides), None))
     long_key = f"xlat-run-{long_rid}"  # the task key the dask backend gives a run
 
     def kill_if_executing(dask_worker) -> str | None:

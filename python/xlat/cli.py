@@ -1119,7 +1119,8 @@ def _is_engine_error(exc: BaseException) -> bool:
 
 def _version() -> str:
     try:
-        return f"xlat {api.engine().__version__}"
+        core = api.engine()
+        return f"xlat {core.__version__} (model of {core.MODEL_EPOCH})"
     except ImportError:
         try:
             from importlib.metadata import version

@@ -322,11 +322,13 @@ def _failed_html(df: pd.DataFrame) -> str:
 
 
 def _xlat_version() -> str:
-    """``xlat.__version__`` (from the compiled engine), or a note when it is not available."""
+    """``xlat.__version__`` and the model epoch (from the compiled engine), or a note when it
+    is not available."""
     try:
-        import xlat
+        from . import api
 
-        return str(xlat.__version__)
+        core = api.engine()
+        return f"{core.__version__} (model of {core.MODEL_EPOCH})"
     except (ImportError, AttributeError):
         return "unknown (engine not built)"
 

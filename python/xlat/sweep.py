@@ -200,10 +200,18 @@ def plan(
     return specs
 
 
-def run_id(resolved_config: str, version: str) -> str:
-    """The id of a run: a hash of the resolved config text and the xlat version."""
-    digest = hashlib.sha256(f"xlat {version}\n{resolved_config}".encode()).hexdigest()
-    return digest[:16]
+def run_id(resolved_config: str, version: str, model_epoch: str) -> str:
+    """The id of a run: a hash of the resolved config text, the xlat version and the model
+    epoch (``MODEL_EPOCH`` of the engine: the date of the last change that moved any run's
+    statistics), so that a run the earlier model made is never taken for one of this model."""
+    text = f"xlat {version} model {model_epoch}\n{resolved_config}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def engine_run_id(resolved_config: str) -> str:
+    """:func:`run_id` under the loaded engine's version and model epoch."""
+    core = api.engine()
+    return run_id(resolved_config, core.__version__, core.MODEL_EPOCH)
 
 
 # --------------------------------------------------------------------------------------------
@@ -566,7 +574,8 @@ def sweep(
             terminal).
         on_result: called with ``(run_id, result)`` after each run is stored.
         reuse: other sweep directories: a run finished there (same resolved config, same
-            engine version) is copied into this sweep instead of simulated again.
+            engine version and model epoch) is copied into this sweep instead of simulated
+            again.
         report_failures: raise or warn about failed runs as below; ``False`` leaves
             ``result.failed`` to the caller (a reproduction tells the failures its paper
             reports from the others).
@@ -589,10 +598,12 @@ def sweep(
     out = Path(out)
     by_id = identify(plan(base, grid, workloads, seeds, overrides))
     ids = list(by_id)
-    version = api.engine().__version__
+    core = api.engine()
     out.mkdir(parents=True, exist_ok=True)
+    _warn_if_another_model(out, core.MODEL_EPOCH)
     manifest = {
-        "xlat_version": version,
+        "xlat_version": core.__version__,
+        "model_epoch": core.MODEL_EPOCH,
         "base": [base] if isinstance(base, str) else list(base),
         "grid": {k: list(v) for k, v in (grid or {}).items()},
         "workloads": [[n, p] for n, p in _normalise_workloads(workloads)],
@@ -640,6 +651,26 @@ def sweep(
     return result
 
 
+def _warn_if_another_model(out: Path, epoch: str) -> None:
+    """A sweep directory last written by another model (``model_epoch`` of its manifest; none
+    before there was one) keeps its runs, but none of them counts as done here: their ids
+    differ from this model's. Say so, rather than let a resume look like a fresh start."""
+    try:
+        before = json.loads((out / SWEEP_FILE).read_text())
+    except (OSError, ValueError):
+        return
+    previous = before.get("model_epoch")
+    if previous != epoch and (out / RUNS_DIR).is_dir():
+        made_by = f"the model of {previous}" if previous else "a model before epochs were kept"
+        warnings.warn(
+            f"sweep {out}: its runs were made by {made_by}; this engine's model is of {epoch}, "
+            "so every run is simulated again (the earlier runs stay in "
+            f"{out / RUNS_DIR}, not used)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
 def _other_sources(out: Path, reuse: Iterable[PathLike]) -> list[Path]:
     """The sweeps of ``reuse`` other than ``out`` itself."""
     return [Path(p) for p in reuse if Path(p).resolve() != out.resolve()]
@@ -653,14 +684,13 @@ def identify(specs: Iterable[RunSpec]) -> dict[str, RunSpec]:
         xlat.XlatError: for the first point whose config does not resolve, naming it.
     """
     core = api.engine()
-    version = core.__version__
     by_id: dict[str, RunSpec] = {}
     for spec in specs:
         try:
             resolved = core.resolve(spec.system, list(spec.overrides), None)
         except core.XlatError as exc:
             raise core.XlatError(f"sweep point {spec.label or spec.system!r}: {exc}") from exc
-        by_id.setdefault(run_id(resolved, version), spec)
+        by_id.setdefault(engine_run_id(resolved), spec)
     return by_id
 
 

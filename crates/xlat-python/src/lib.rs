@@ -200,6 +200,7 @@ fn run_bench(
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("MODEL_EPOCH", xlat::MODEL_EPOCH)?;
     m.add("XlatError", m.py().get_type::<XlatError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;

@@ -30,5 +30,16 @@ pub mod trace;
 pub mod workload;
 
 pub use error::{Error, Result};
+
+/// The version of the model's results: the date of the last change that moved any statistic
+/// of a run with an unchanged config (a timing fix, a changed default behaviour). It is part of
+/// every run's id beside the crate version (`python/xlat/sweep.py`), so a resumed sweep or
+/// `xlat reproduce` never counts a run the earlier model made as done, and stored results say
+/// which model made them. Change it in the same commit as the change that moves results;
+/// `tests/golden_stats.rs` records it and refuses to re-record moved stats under the same one.
+///
+/// 2026-11-28: DRAM banks keep their booked rows (a request issued earlier but called later is
+/// served in the gap before rows booked after it).
+pub const MODEL_EPOCH: &str = "2026-11-28";
 pub use sim::SimConfig;
 pub use sim::{Simulation, Stats};

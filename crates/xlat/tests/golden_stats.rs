@@ -4,8 +4,10 @@
 //! Each line there is `scheme workload hash`, the hash being FNV-1a over the run's flattened
 //! statistics (`path=value` lines, sorted). Statistics that were added after the file was
 //! recorded are left out by [`ADDED_SINCE_RECORDED`], so a new counter does not hide a changed
-//! old one. A change that is meant to alter results re-records the file with
-//! `XLAT_BLESS=1 cargo test --test golden_stats` and says why in its commit.
+//! old one. A change that is meant to alter results sets `xlat::MODEL_EPOCH` to its date (run
+//! ids hash it, so no sweep resumes on the earlier model's runs), re-records the file with
+//! `XLAT_BLESS=1 cargo test --test golden_stats` and says why in its commit. The file records
+//! the epoch it was recorded under: re-recording moved stats under an unchanged epoch is refused.
 
 // Only the stats flattener is needed here.
 #[allow(dead_code)]
@@ -91,12 +93,58 @@ fn current() -> BTreeMap<(String, String), u64> {
     })
 }
 
+/// The recorded file: the model epoch it was recorded under (its `# model-epoch` line; none in
+/// files recorded before there was one) and each run's hash.
+struct Recorded {
+    epoch: Option<String>,
+    hashes: BTreeMap<(String, String), u64>,
+}
+
+fn recorded() -> Recorded {
+    let text = std::fs::read_to_string(GOLDEN).expect("tests/golden/stats.txt");
+    let mut epoch = None;
+    let mut hashes = BTreeMap::new();
+    for line in text.lines() {
+        if let Some(e) = line.strip_prefix("# model-epoch ") {
+            epoch = Some(e.trim().to_string());
+        } else if !line.starts_with('#') {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let hash = u64::from_str_radix(f[2], 16).expect("a hexadecimal hash");
+            hashes.insert((f[0].to_string(), f[1].to_string()), hash);
+        }
+    }
+    Recorded { epoch, hashes }
+}
+
+/// The runs whose hash differs from the recorded one (or that no longer run).
+fn moved(now: &BTreeMap<(String, String), u64>, recorded: &Recorded) -> Vec<String> {
+    let mut differ = Vec::new();
+    for ((scheme, workload), &want) in &recorded.hashes {
+        match now.get(&(scheme.clone(), workload.clone())) {
+            Some(&got) if got == want => {}
+            Some(&got) => differ.push(format!("{scheme} {workload}: {got:016x} != {want:016x}")),
+            None => differ.push(format!("{scheme} {workload}: no longer runs")),
+        }
+    }
+    differ
+}
+
 #[test]
 fn phase1_schemes_give_the_recorded_stats_on_every_workload() {
     let now = current();
+    let before = recorded();
+    let differ = moved(&now, &before);
     if std::env::var_os("XLAT_BLESS").is_some() {
+        assert!(
+            differ.is_empty() || before.epoch.as_deref() != Some(xlat::MODEL_EPOCH),
+            "stats moved under the same model epoch {}: set xlat::MODEL_EPOCH (lib.rs) to this \
+             change's date first, so that no sweep resumes on runs of the model before it:\n{}",
+            xlat::MODEL_EPOCH,
+            differ.join("\n")
+        );
         let mut text =
             String::from("# scheme workload fnv1a-of-flattened-stats (golden_stats.rs)\n");
+        writeln!(text, "# model-epoch {}", xlat::MODEL_EPOCH).unwrap();
         for ((s, w), h) in &now {
             writeln!(text, "{s} {w} {h:016x}").unwrap();
         }
@@ -104,20 +152,16 @@ fn phase1_schemes_give_the_recorded_stats_on_every_workload() {
         std::fs::write(GOLDEN, text).unwrap();
         return;
     }
-    let recorded = std::fs::read_to_string(GOLDEN).expect("tests/golden/stats.txt");
-    let mut differ = Vec::new();
-    let mut seen = 0;
-    for line in recorded.lines().filter(|l| !l.starts_with('#')) {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let key = (f[0].to_string(), f[1].to_string());
-        let want = u64::from_str_radix(f[2], 16).unwrap();
-        seen += 1;
-        match now.get(&key) {
-            Some(&got) if got == want => {}
-            Some(&got) => differ.push(format!("{} {}: {got:016x} != {want:016x}", f[0], f[1])),
-            None => differ.push(format!("{} {}: no longer runs", f[0], f[1])),
-        }
-    }
-    assert_eq!(seen, now.len(), "golden file and workload list differ");
+    assert_eq!(
+        before.hashes.len(),
+        now.len(),
+        "golden file and workload list differ"
+    );
     assert!(differ.is_empty(), "stats changed:\n{}", differ.join("\n"));
+    assert_eq!(
+        before.epoch.as_deref(),
+        Some(xlat::MODEL_EPOCH),
+        "tests/golden/stats.txt was recorded under another model epoch: re-record it \
+         (XLAT_BLESS=1 cargo test --test golden_stats)"
+    );
 }

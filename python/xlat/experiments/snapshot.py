@@ -32,7 +32,7 @@ from matplotlib.figure import Figure
 
 from .. import api, plots
 from ..results import write_atomic
-from ..sweep import plan, run_id
+from ..sweep import engine_run_id, plan
 from .registry import Outcome, _plan, get
 
 __all__ = ["drawn_bars", "check", "planned_run_ids", "write"]
@@ -65,12 +65,12 @@ def _digest(bars: dict[str, dict[str, float]]) -> str:
 
 def planned_run_ids(reproduction_id: str, scale: str, scratch: PathLike) -> list[str]:
     """The id of every run of a reproduction at ``scale``, as its sweep names them, without
-    simulating (a run id hashes the resolved config and the engine version)."""
+    simulating (a run id hashes the resolved config, the engine version and its model epoch)."""
     rep = get(reproduction_id)
     configs, workloads, overrides = _plan(rep, scale, Path(scratch) / rep.id / scale)
     core = api.engine()
     return [
-        run_id(core.resolve(spec.system, list(spec.overrides), None), core.__version__)
+        engine_run_id(core.resolve(spec.system, list(spec.overrides), None))
         for spec in plan(configs, workloads=workloads, overrides=overrides)
     ]
 
@@ -147,7 +147,7 @@ def check(png: PathLike, *, scratch: PathLike | None = None) -> list[str]:
         if planned != kept:
             problems.append(
                 f"{len(kept - planned)} of the {len(kept)} kept runs are not what "
-                f"{data['reproduction']} runs now at {data['scale']} scale (a preset, workload "
-                f"or the engine version changed): {sorted(kept - planned)[:3]}..."
+                f"{data['reproduction']} runs now at {data['scale']} scale (a preset, workload, "
+                f"the engine version or its model epoch changed): {sorted(kept - planned)[:3]}..."
             )
     return problems
