@@ -410,7 +410,7 @@ def test_paper_scale_marks_rest_on_the_stored_runs(tmp_path) -> None:
 
     # And the cause is the mechanism: the same workloads' runs with a 1 MB TAR cache, which
     # holds the whole TAR (utopia-tar-cache's, 99.9% hits), in place of Table 1's Utopia make
-    # the direction hold (1.095x Radix, walks 0.64x its cycles).
+    # the direction hold (1.071x Radix, walks 0.64x its cycles; 1.095x before the DRAM fix).
     whole = _stored_runs("utopia-tar-cache", tmp_path / "tar")
     whole = whole[whole["label"] == "Utopia-1MB"].assign(label="Utopia")
     swapped = pd.concat([df[df["label"] != "Utopia"], whole], ignore_index=True)

@@ -482,16 +482,16 @@ register(
             "the caches and DRAM",
         )
         | {
-            "paper": "measured at Table 2's footprints (results/paper/utopia-fig1-2): ECH's "
-            "walks take 145 cycles against Radix's 119 (1.12-1.52x on every workload). Radix's "
-            "PWCs leave it 1.0-1.9 requests a walk, so ECH's parallel probes have little "
-            "sequence to cut, while ECH's 16-entry PMD-CWC (32 MiB of reach) misses 70-100% of "
-            "its lookups on GUPS, k-mer, DLRM-SLS and XSBench, and each miss probes every way: "
-            "6.6-9.0 requests a walk there (2.7-4.8 of them from DRAM, against Radix's "
-            "0.65-0.95), 2.9x Radix's requests on average (the paper's ECH 1.52x). Where the "
-            "CWC hits (BFS and bc, 98%), ECH's walks are still 1.14x and 1.22x Radix's: the "
-            "hash and CWC lookup come first (6 cycles) and its lines reach DRAM more often "
-            "(0.12 against 0.09 DRAM reads a walk on BFS)",
+            "paper": "measured at Table 2's footprints (results/paper/utopia-fig1-2, under the "
+            "DRAM model of 2026-11-28): ECH's walks take 130 cycles against Radix's 110 "
+            "(1.10-1.53x on every workload). Radix's PWCs leave it 1.0-1.9 requests a walk, so "
+            "ECH's parallel probes have little sequence to cut, while ECH's 16-entry PMD-CWC "
+            "(32 MiB of reach) misses 69-100% of its lookups on GUPS, k-mer, DLRM-SLS and "
+            "XSBench, and each miss probes every way: 6.6-9.0 requests a walk there (2.7-4.8 of "
+            "them from DRAM, against Radix's 0.65-0.95), 2.9x Radix's requests on average (the "
+            "paper's ECH 1.52x). Where the CWC hits (BFS and bc, 98-99%), ECH's walks are still "
+            "1.15x and 1.23x Radix's: the hash and CWC lookup come first (6 cycles) and its "
+            "lines reach DRAM more often (0.12 against 0.09 DRAM reads a walk on BFS)",
         },
         not_shown_cause=_walks_mark_cause,
         notes=NOTES_COMMON + " An ECH walk whose CWC entry is cached probes the one way it "

@@ -335,16 +335,17 @@ QUICK_REASON = (
 
 
 PAPER_REASON = (
-    "measured at Table 2's footprints as §7 ran them (results/paper/utopia-fig11-16): Utopia "
-    "0.983x Radix (geomean; SSSP 1.17x, bc 1.06x, GUPS 1.02x, XSBench 0.85x, the rest "
-    "0.92-1.00x), its FlexSeg + RestSeg walks 2.8x Radix's cycles although 62% of translations "
-    "are RestSeg walks and its FlexSeg walks alone take 0.10-0.96x Radix's walk cycles. Table "
-    "1's 2 KB TAR cache hits 17% of its lookups (6-35% per workload; paper, Fig 18: 98%), and a "
-    "RestSeg walk that misses it reads its set's TAR line from the L2, the LLC or DRAM, where "
-    "Radix's walks hit the PWCs: Utopia's walk requests served by DRAM are 2.1x Radix's (paper "
-    "0.28x). With a TAR cache that holds the whole TAR (utopia-tar-cache at paper scale: 1 MB, "
-    "99.9% hits) the same runs give Utopia 1.095x Radix, faster on 10 of the 11 workloads, and "
-    "walks of 0.64x Radix's cycles: the direction holds"
+    "measured at Table 2's footprints as §7 ran them (results/paper/utopia-fig11-16, under the "
+    "DRAM model of 2026-11-28): Utopia 0.991x Radix (geomean; SSSP 1.19x, GUPS 1.06x, bc "
+    "1.04x, XSBench 0.85x, the rest 0.93-1.02x), its FlexSeg + RestSeg walks 2.55x Radix's "
+    "cycles although 62% of translations are RestSeg walks and its FlexSeg walks alone take "
+    "0.10-0.97x Radix's walk cycles. Table 1's 2 KB TAR cache hits 17% of its lookups (6-35% "
+    "per workload; paper, Fig 18: 98%), and a RestSeg walk that misses it reads its set's TAR "
+    "line from the L2, the LLC or DRAM, where Radix's walks hit the PWCs: Utopia's walk "
+    "requests served by DRAM are 2.1x Radix's (paper 0.28x). With a TAR cache that holds the "
+    "whole TAR (utopia-tar-cache at paper scale: 1 MB, 99.9% hits) the same runs give Utopia "
+    "1.071x Radix, faster on 10 of the 11 workloads, and walks of 0.64x Radix's cycles: the "
+    "direction holds"
 )
 
 
