@@ -90,6 +90,17 @@ def engine() -> ModuleType:
         ) from exc
 
 
+def engine_version() -> str:
+    """The engine's version and model epoch, as ``xlat --version`` and reports name them
+    (``"0.1.0 (model of 2026-11-28)"``).
+
+    Raises:
+        EngineMissingError: if ``xlat._core`` is not built/installed.
+    """
+    core = engine()
+    return f"{core.__version__} (model of {core.MODEL_EPOCH})"
+
+
 # --------------------------------------------------------------------------------------------
 # Overrides: Python values -> "key=value" strings with TOML literal values
 # --------------------------------------------------------------------------------------------

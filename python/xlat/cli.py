@@ -1119,8 +1119,7 @@ def _is_engine_error(exc: BaseException) -> bool:
 
 def _version() -> str:
     try:
-        core = api.engine()
-        return f"xlat {core.__version__} (model of {core.MODEL_EPOCH})"
+        return f"xlat {api.engine_version()}"
     except ImportError:
         try:
             from importlib.metadata import version

@@ -327,8 +327,7 @@ def _xlat_version() -> str:
     try:
         from . import api
 
-        core = api.engine()
-        return f"{core.__version__} (model of {core.MODEL_EPOCH})"
+        return api.engine_version()
     except (ImportError, AttributeError):
         return "unknown (engine not built)"
 

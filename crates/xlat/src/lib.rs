@@ -30,6 +30,8 @@ pub mod trace;
 pub mod workload;
 
 pub use error::{Error, Result};
+pub use sim::SimConfig;
+pub use sim::{Simulation, Stats};
 
 /// The version of the model's results: the date of the last change that moved any statistic
 /// of a run with an unchanged config (a timing fix, a changed default behaviour). It is part of
@@ -41,5 +43,3 @@ pub use error::{Error, Result};
 /// 2026-11-28: DRAM banks keep their booked rows (a request issued earlier but called later is
 /// served in the gap before rows booked after it).
 pub const MODEL_EPOCH: &str = "2026-11-28";
-pub use sim::SimConfig;
-pub use sim::{Simulation, Stats};
