@@ -118,7 +118,9 @@ impl Calendar {
             }
             // Fits before `e` if it keeps its gap before `e` and the bookings after `e` that
             // a gap could reach; every booking before `e` was accounted for in `s`.
-            let fits_before = |f: &Booking| s + len + gap(tag, f.tag) <= f.start;
+            // (The gap is looked up only when the burst alone fits: mostly it does not.)
+            let fits_before =
+                |f: &Booking| s + len <= f.start && s + len + gap(tag, f.tag) <= f.start;
             if fits_before(e)
                 && b[i + 1..]
                     .iter()
