@@ -1,4 +1,4 @@
-"""Write three small ChampSim-format traces (xz) for cross-checking the `champsim` preset.
+"""Write five small ChampSim-format traces (xz) for cross-checking the `champsim` preset.
 
     python scripts/champsim_traces.py OUTDIR [--records N]
 
@@ -7,6 +7,13 @@
 * rmw.champsimtrace.xz:    random read-modify-write (GUPS-like): load, add, store to the same
   random word of a 128 MiB table; iterations are independent.
 * stream.champsimtrace.xz: a STREAM triad a[i] = b[i] + s * c[i] over three 64 MiB arrays.
+* loop16k.champsimtrace.xz: 4M independent 8-byte loads cycling over a 16 KiB buffer (L1D
+  hits: the core's load issue bound).
+* readstream1g.champsimtrace.xz: 6M independent sequential 8-byte loads from the start of a
+  1 GiB buffer (a first touch every 512 loads).
+
+N (default 1M) is the number of memory records of the first three; the last two have the
+lengths above, as docs/champsim.md runs them.
 
 Records follow ChampSim's 64-byte `input_instr` layout (docs/trace-formats.md).
 """
@@ -64,16 +71,39 @@ def stream(n: int, _rng: random.Random) -> list[bytes]:
     return out
 
 
+def loop16k(n: int, _rng: random.Random) -> list[bytes]:
+    base = 0x40_0000_0000
+    return [
+        _instr(0x70_0000 + 4 * (i % 16), dst=(2, 0), smem=(base + (i * 8) % (16 << 10), 0, 0, 0))
+        for i in range(n)
+    ]
+
+
+def readstream1g(n: int, _rng: random.Random) -> list[bytes]:
+    base, size = 0x50_0000_0000, 1 << 30
+    return [
+        _instr(0x80_0000 + 4 * (i % 16), dst=(2, 0), smem=(base + (i * 8) % size, 0, 0, 0))
+        for i in range(n)
+    ]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("outdir", type=Path)
     p.add_argument("--records", type=int, default=1_000_000, help="memory records per trace")
     args = p.parse_args()
     args.outdir.mkdir(parents=True, exist_ok=True)
-    for name, make in [("chase", chase), ("rmw", rmw), ("stream", stream)]:
+    traces = [
+        ("chase", chase, args.records),
+        ("rmw", rmw, args.records),
+        ("stream", stream, args.records),
+        ("loop16k", loop16k, 4_000_000),
+        ("readstream1g", readstream1g, 6_000_000),
+    ]
+    for name, make, records in traces:
         path = args.outdir / f"{name}.champsimtrace.xz"
-        with lzma.open(path, "wb") as f:
-            f.write(b"".join(make(args.records, random.Random(1))))
+        with lzma.open(path, "wb", preset=1) as f:
+            f.write(b"".join(make(records, random.Random(1))))
         print(path)
 
 

@@ -314,3 +314,34 @@ fn walk_penalty_faults_lengthen_the_walk_without_a_second_walk() {
         cycles(&trap)
     );
 }
+
+#[test]
+fn the_preset_issues_two_loads_a_cycle_as_champsims_lq_width() {
+    // Independent loads cycling over 16 KiB (L1D hits once warm): ChampSim's core sends at
+    // most `lq_width` = 2 loads a cycle to the L1D (src/ooo_cpu.cc, operate_lsq), so IPC
+    // is 2 where dispatch alone (4 wide) would allow 4.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("loop16k.champsimtrace.xz");
+    let recs: Vec<Record> = (0..200_000u64)
+        .map(|i| Record {
+            vaddr: VirtAddr(0x40_0000_0000 + (i * 8) % (16 << 10)),
+            op: Op::Load,
+            size: 8,
+            core: 0,
+            pid: 0,
+            instr_delta: 0,
+            dep: 0,
+            flags: 0,
+        })
+        .collect();
+    write_trace(&path, &recs);
+    let window = ["sim.warmup_instructions=100000", "sim.max_instructions=200000"];
+    let ipc = |extra: &[&str]| {
+        let s = run(&path, &[&window[..], extra].concat());
+        s["summary"]["ipc"].as_f64().unwrap()
+    };
+    let ported = ipc(&[]);
+    assert!((1.99..=2.0).contains(&ported), "{ported}");
+    let unbounded = ipc(&["core.load_ports=0"]);
+    assert!((3.98..=4.0).contains(&unbounded), "{unbounded}");
+}

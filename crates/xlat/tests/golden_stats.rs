@@ -39,6 +39,8 @@ const ADDED_SINCE_RECORDED: &[&str] = &[
     "core.barrier_wait_cycles=",
     // The run's timing mode (`sim.timing`): "detailed" here.
     "timing=",
+    // Cycles loads and stores waited for a port (`core.load_ports`; unbounded here: 0).
+    "core.port_wait_cycles=",
 ];
 
 fn fnv1a(text: &str) -> u64 {

@@ -39,8 +39,19 @@ pub struct CoreConfig {
     pub lq_release: LqRelease,
     /// Store-queue entries, held by a store from dispatch until it retires.
     pub sq_size: u32,
+    /// Loads that may start (translation, then the L1D) in one cycle: the load ports, or
+    /// ChampSim's `lq_width`. 0 (the default): no bound beyond dispatch's `width`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub load_ports: u32,
+    /// Stores that may start in one cycle (ChampSim's `sq_width`); 0 (the default): no bound.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub store_ports: u32,
     /// Core clock, used to convert DRAM nanoseconds to cycles.
     pub frequency_ghz: f64,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// When a load's load-queue entry is freed (`core.lq_release`).
@@ -231,11 +242,59 @@ impl Queue {
     }
 }
 
+/// Cycles a port calendar remembers: a memory instruction ready this long after (or before)
+/// another of the same kind finds that one's slot forgotten. Loads in flight at once are
+/// ready within a ROB's worth of dependent misses of each other, far less.
+const PORT_CYCLES: usize = 4096;
+
+/// The loads (or stores) started at each recent cycle, for a bound of `ports` a cycle. Memory
+/// instructions are handed to the core in program order but become ready out of order (a
+/// younger load whose address was ready early), so a ready instruction takes the first
+/// cycle from its own that has a port left, before cycles taken by older ones if they left
+/// room: a calendar of counts, one slot a cycle modulo `PORT_CYCLES`, each slot tagged with
+/// its cycle so that a slot of a cycle long gone reads as free.
+struct Ports {
+    ports: u32,
+    /// `(cycle, started)` by cycle modulo `PORT_CYCLES`.
+    slots: Box<[(u64, u32); PORT_CYCLES]>,
+}
+
+impl Ports {
+    /// `None` for no bound (`ports == 0`).
+    fn new(ports: u32) -> Option<Ports> {
+        (ports > 0).then(|| Ports {
+            ports,
+            slots: Box::new([(u64::MAX, 0); PORT_CYCLES]),
+        })
+    }
+
+    /// Start one instruction ready at `ready`: returns the cycle it starts.
+    #[inline]
+    fn start(&mut self, ready: u64) -> u64 {
+        let mut cycle = ready;
+        loop {
+            let slot = &mut self.slots[cycle as usize % PORT_CYCLES];
+            if slot.0 != cycle {
+                *slot = (cycle, 1);
+                return cycle;
+            }
+            if slot.1 < self.ports {
+                slot.1 += 1;
+                return cycle;
+            }
+            cycle += 1;
+        }
+    }
+}
+
 pub struct Core {
     width: u64,
     rob: u64,
     lq: Queue,
     sq: Queue,
+    /// Load and store ports (`core.load_ports`, `core.store_ports`), if bounded.
+    load_ports: Option<Ports>,
+    store_ports: Option<Ports>,
     /// Index of the next instruction to dispatch.
     instr: u64,
     dispatch_cycle: u64,
@@ -279,6 +338,8 @@ pub struct CoreStats {
     pub lq_stall_cycles: u64,
     /// Cycles dispatch stalled because the store queue was full.
     pub sq_stall_cycles: u64,
+    /// Cycles ready loads and stores waited for a port (`core.load_ports`, `store_ports`).
+    pub port_wait_cycles: u64,
     /// Cycles the core waited at barriers for the other threads of its program, after its
     /// own work before the barrier had retired.
     pub barrier_wait_cycles: u64,
@@ -293,6 +354,7 @@ impl CoreStats {
         self.dep_wait_cycles += o.dep_wait_cycles;
         self.lq_stall_cycles += o.lq_stall_cycles;
         self.sq_stall_cycles += o.sq_stall_cycles;
+        self.port_wait_cycles += o.port_wait_cycles;
         self.barrier_wait_cycles += o.barrier_wait_cycles;
     }
 }
@@ -311,6 +373,8 @@ impl Core {
                 LqRelease::Data => Queue::pool(cfg.lq_size),
             },
             sq: Queue::new(cfg.sq_size),
+            load_ports: Ports::new(cfg.load_ports),
+            store_ports: Ports::new(cfg.store_ports),
             instr: 0,
             dispatch_cycle: 0,
             dispatch_slots_used: 0,
@@ -481,6 +545,26 @@ impl Core {
         if stream != self.stream {
             self.switch_stream(stream);
         }
+        let ready = self.address_ready(d, dep);
+        let ports = if is_store {
+            &mut self.store_ports
+        } else {
+            &mut self.load_ports
+        };
+        match ports {
+            None => ready,
+            Some(p) => {
+                let start = p.start(ready);
+                self.stats.port_wait_cycles += start - ready;
+                start
+            }
+        }
+    }
+
+    /// When the address of a memory instruction dispatched at `d` is ready: then, or when
+    /// the record `dep` back in its stream completes.
+    #[inline(always)]
+    fn address_ready(&mut self, d: u64, dep: u32) -> u64 {
         let h = &self.deps;
         let dep = dep as u64;
         if dep == 0 || dep > h.records || dep as usize >= DEP_WINDOW {
@@ -635,6 +719,8 @@ mod tests {
             lq_size: lq,
             lq_release: LqRelease::Retire,
             sq_size: sq,
+            load_ports: 0,
+            store_ports: 0,
             frequency_ghz: 2.0,
         })
     }
@@ -664,6 +750,8 @@ mod tests {
                 lq_size: 4,
                 lq_release: release,
                 sq_size: 64,
+                load_ports: 0,
+                store_ports: 0,
                 frequency_ghz: 2.0,
             });
             let t = c.issue_memory(0, 0, false, false);
@@ -687,6 +775,73 @@ mod tests {
             data_stalls < retire_stalls / 4,
             "{data_stalls} vs {retire_stalls}"
         );
+    }
+
+    fn ported(width: u32, load_ports: u32, store_ports: u32) -> Core {
+        Core::new(&CoreConfig {
+            model: CoreModel::Ooo,
+            width,
+            rob_size: 224,
+            lq_size: 224,
+            lq_release: LqRelease::Retire,
+            sq_size: 224,
+            load_ports,
+            store_ports,
+            frequency_ghz: 2.0,
+        })
+    }
+
+    #[test]
+    fn ports_bound_the_memory_instructions_started_a_cycle() {
+        // 4,000 independent 4-cycle loads (L1D hits) on a 4-wide core: 4 a cycle unbounded,
+        // 2 a cycle through two load ports, 1 through one; stores are not held by load ports.
+        let cycles = |load_ports: u32, stores: bool| {
+            let mut c = ported(4, load_ports, 0);
+            let n = independent(&mut c, 4000, 0, 4, stores);
+            (n, c.stats.port_wait_cycles)
+        };
+        assert!(
+            (1000..=1010).contains(&cycles(0, false).0),
+            "{:?}",
+            cycles(0, false)
+        );
+        assert!(
+            (2000..=2010).contains(&cycles(2, false).0),
+            "{:?}",
+            cycles(2, false)
+        );
+        assert!(
+            (4000..=4010).contains(&cycles(1, false).0),
+            "{:?}",
+            cycles(1, false)
+        );
+        assert_eq!(cycles(0, false).1, 0);
+        assert!(cycles(2, false).1 > 0);
+        assert!((1000..=1010).contains(&cycles(1, true).0));
+        // Store ports bound stores alone.
+        let mut c = ported(4, 0, 1);
+        assert!((4000..=4010).contains(&independent(&mut c, 4000, 0, 4, true)));
+        let mut c = ported(4, 0, 1);
+        assert!((1000..=1010).contains(&independent(&mut c, 4000, 0, 4, false)));
+    }
+
+    #[test]
+    fn a_load_ready_early_takes_a_port_left_free_before_later_ones() {
+        // One port, four loads dispatched at cycle 0. The first starts at 0; the second waits
+        // 100 cycles for it; the third, independent, takes the port free at cycle 1, not one
+        // after the second's; the fourth the next, at 2.
+        let mut c = ported(4, 1, 0);
+        let first = c.issue_memory(0, 0, false, false);
+        c.complete_memory(first + 100, false);
+        let dependent = c.issue_memory(1, 0, false, false);
+        c.complete_memory(dependent + 4, false);
+        assert_eq!(dependent, first + 100);
+        let early = c.issue_memory(0, 0, false, false);
+        c.complete_memory(early + 4, false);
+        assert_eq!((first, early), (0, 1));
+        let same = c.issue_memory(0, 0, false, false);
+        assert_eq!(same, 2);
+        assert_eq!(c.stats.port_wait_cycles, 1 + 2);
     }
 
     #[test]
