@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,16 @@ import xlat
 from xlat.sweep import _MemoryGate, sweep
 
 
-def drive(needs: list[int | None], budget: int | None, workers: int, seed: int) -> list[tuple]:
-    """Run the gate with ``workers`` threads, each holding a run for a random short while;
-    returns the log of ``("start"|"end", run, in-flight runs after the event)``."""
+def drive(
+    needs: list[int | None],
+    budget: int | None,
+    workers: int,
+    seed: int,
+    hold: Callable[[int], object] | None = None,
+) -> list[tuple]:
+    """Run the gate with ``workers`` threads, each holding a run for a random short while
+    (or calling ``hold(run)``); returns the log of ``("start"|"end", run, in-flight runs
+    after the event)``."""
     gate = _MemoryGate(needs, budget)
     rng = random.Random(seed)
     holds = [rng.uniform(0.0, 0.002) for _ in needs]
@@ -29,7 +37,10 @@ def drive(needs: list[int | None], budget: int | None, workers: int, seed: int) 
             with lock:
                 in_flight.add(i)
                 log.append(("start", i, frozenset(in_flight)))
-            time.sleep(holds[i])
+            if hold is None:
+                time.sleep(holds[i])
+            else:
+                hold(i)
             with lock:
                 in_flight.discard(i)
                 log.append(("end", i, frozenset(in_flight)))
@@ -58,7 +69,11 @@ def test_runs_in_flight_fit_the_budget_and_each_runs_once(seed: int) -> None:
 
 
 def test_a_run_larger_than_the_budget_runs_alone_and_the_rest_run_together() -> None:
-    log = drive([10, 1, 1], budget=5, workers=2, seed=0)
+    # The two small runs each wait until the other has started (a barrier, not a sleep: on
+    # a loaded machine the first could end before the second is handed out, which proves
+    # nothing about the gate). If the gate held one back, the barrier times out and breaks.
+    both = threading.Barrier(2, timeout=20)
+    log = drive([10, 1, 1], budget=5, workers=2, seed=0, hold=lambda i: i and both.wait())
     flights = [flight for kind, _, flight in log if kind == "start"]
     assert flights[0] == {0}
     assert all(0 not in f for f in flights[1:])

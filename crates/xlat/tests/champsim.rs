@@ -180,7 +180,7 @@ fn random_loads(n: usize) -> Vec<Record> {
 #[test]
 fn champsim_bounds_bind_on_independent_misses() {
     // Independent loads missing the caches: with ChampSim's 16 L1D MSHRs some wait for one;
-    // with as many MSHRs and queue entries as ROB entries none does, and the run is faster.
+    // with as many MSHRs and queue entries as ROB entries none does.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("random.champsimtrace.xz");
     write_trace(&path, &random_loads(8000));
@@ -194,10 +194,12 @@ fn champsim_bounds_bind_on_independent_misses() {
         ],
     );
     let waits = |s: &serde_json::Value| s["cache"]["l1d_mshr"]["waits"].as_u64().unwrap();
-    let cycles = |s: &serde_json::Value| s["core"]["cycles"].as_u64().unwrap();
     assert!(waits(&bounded) > 1000, "{}", waits(&bounded));
     assert_eq!(waits(&unbounded), 0);
-    assert!(cycles(&bounded) > cycles(&unbounded));
+    // The run is not measurably faster: 8,000 random lines of 16 MiB are bound by DRAM's
+    // banks and by the walks of 4,096 pages past the STLB as much as by the MSHRs (the
+    // cycles differed by 35 of 504,500, and by 150 the other way once first-touch walks
+    // read their new entries). So the check is that the bound no longer binds, not a margin.
 }
 
 /// An instruction with several memory operands counts once, in the engine as in `inspect`:
@@ -335,7 +337,10 @@ fn the_preset_issues_two_loads_a_cycle_as_champsims_lq_width() {
         })
         .collect();
     write_trace(&path, &recs);
-    let window = ["sim.warmup_instructions=100000", "sim.max_instructions=200000"];
+    let window = [
+        "sim.warmup_instructions=100000",
+        "sim.max_instructions=200000",
+    ];
     let ipc = |extra: &[&str]| {
         let s = run(&path, &[&window[..], extra].concat());
         s["summary"]["ipc"].as_f64().unwrap()
@@ -344,4 +349,37 @@ fn the_preset_issues_two_loads_a_cycle_as_champsims_lq_width() {
     assert!((1.99..=2.0).contains(&ported), "{ported}");
     let unbounded = ipc(&["core.load_ports=0"]);
     assert!((3.98..=4.0).contains(&unbounded), "{unbounded}");
+}
+
+#[test]
+fn a_first_touch_walk_reads_the_entry_it_made_at_its_new_frame() {
+    // Sequential loads over 2 MiB: every walk is a first touch. ChampSim's walker makes the
+    // missing leaf entry's page (`get_pte_pa`) and reads the entry there, a frame no cache
+    // holds: about one DRAM read a walk. In the x86 layout the failed walk reads where the
+    // entry goes, eight pages' entries to a line: about one in eight reaches DRAM.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seq.champsimtrace.xz");
+    let recs: Vec<Record> = (0..(2u64 << 20) / 8)
+        .map(|i| Record {
+            vaddr: VirtAddr(0x50_0000_0000 + i * 8),
+            op: Op::Load,
+            size: 8,
+            core: 0,
+            pid: 0,
+            instr_delta: 0,
+            dep: 0,
+            flags: 0,
+        })
+        .collect();
+    write_trace(&path, &recs);
+    let dram_reads_per_walk = |extra: &[&str]| {
+        let s = run(&path, extra);
+        let walks = s["mmu"]["walks"].as_f64().unwrap();
+        assert_eq!(walks, 512.0, "one walk a page");
+        s["walk"]["refs"]["by_level"]["dram"].as_f64().unwrap() / walks
+    };
+    let champsim = dram_reads_per_walk(&[]);
+    assert!((0.95..=1.2).contains(&champsim), "{champsim}");
+    let x86 = dram_reads_per_walk(&["schemes.radix.placement=\"x86\""]);
+    assert!(x86 < 0.3, "{x86}");
 }

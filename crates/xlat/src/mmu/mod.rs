@@ -855,9 +855,10 @@ impl<S: MmuScheme> Mmu<S> {
 
     /// Complete a faulting translation in the walk that found the page unmapped
     /// (`os.fault_model = "walk_penalty"`): the OS has mapped it (`mapped`) with `penalty`
-    /// cycles, which the walk takes on; its walker is busy until then, and the TLBs take the
-    /// translation read from the table (the OS's mapping where the organisation offers no
-    /// such read).
+    /// cycles, which the walk takes on, then reads the entries the fault made at addresses of
+    /// their own ([`PageTable::entries_made`]); its walker is busy until then, and the TLBs
+    /// take the translation read from the table (the OS's mapping where the organisation
+    /// offers no such read).
     #[allow(clippy::too_many_arguments)]
     pub fn finish_fault_in_walk<P: PageTables<Table = S::Table>>(
         &mut self,
@@ -869,8 +870,20 @@ impl<S: MmuScheme> Mmu<S> {
         shared: &mut S::Shared,
     ) -> Result<Translation> {
         self.counters.faults += 1;
-        let end = f.walked + penalty;
         let table = tables.table(f.pid)?;
+        // As ChampSim's walker does, the walk reads each entry the fault made where it was
+        // made (`placement = "champsim"`: a new frame, which no cache holds), one after
+        // another, once the penalty for making it is paid.
+        self.plan.clear();
+        for &(at, level) in table.entries_made() {
+            self.plan
+                .push_next(at, crate::mem::kind::MemKind::pt_level(level));
+        }
+        let reads = self
+            .plan
+            .execute(mem, f.walked + penalty, self.entry, &mut self.walk_refs);
+        self.counters.walk_cycles += reads;
+        let end = f.walked + penalty + reads;
         let (pfn, size) = match table.read_mapping(tables.store(), f.va) {
             Some(Some(m)) => m,
             Some(None) => {

@@ -65,6 +65,13 @@ pub trait PageTable: Send {
     ) -> Option<Option<(Pfn, PageSize)>> {
         None
     }
+    /// The entries the last `map` made at addresses of their own, with their levels, top
+    /// level first: ChampSim's placement (`schemes.radix.placement = "champsim"`), where a
+    /// walk that finds an entry missing makes it and reads it at its new frame. Empty for
+    /// every other organisation, whose failed walks read where the entry will be.
+    fn entries_made(&self) -> &[(crate::addr::PhysAddr, u32)] {
+        &[]
+    }
     /// Cycles the OS spent allocating (and zeroing) the table's memory since the last call; the
     /// fault that caused them pays them. Radix tables allocate single frames, whose cost is
     /// part of the minor-fault cost.

@@ -85,6 +85,8 @@ struct ChampsimFrames {
     /// `(level, va >> shift(level))` to frame.
     frames: FxHashMap<(u32, u64), Pfn>,
     root: Pfn,
+    /// The entries the last `map` gave frames to, with their levels, top level first.
+    made: Vec<(PhysAddr, u32)>,
 }
 
 #[inline]
@@ -123,6 +125,7 @@ impl RadixPageTable {
             t.champsim = Some(Box::new(ChampsimFrames {
                 frames: FxHashMap::default(),
                 root,
+                made: Vec::new(),
             }));
         }
         Ok(t)
@@ -253,11 +256,14 @@ impl PageTable for RadixPageTable {
         if let Some(c) = &mut self.champsim {
             // ChampSim's frames of the entries on the way, root excepted (`get_pte_pa` takes
             // one for each (level, prefix) it has not seen).
-            for level in leaf..self.levels {
+            c.made.clear();
+            for level in (leaf..self.levels).rev() {
                 if let std::collections::hash_map::Entry::Vacant(v) =
                     c.frames.entry((level, va.0 >> shift(level)))
                 {
-                    v.insert(ctx.alloc_placement_frame()?);
+                    let frame = v.insert(ctx.alloc_placement_frame()?);
+                    let at = PhysAddr(frame.addr().0 + index(va, level) * 8);
+                    c.made.push((at, level));
                 }
             }
         }
@@ -309,6 +315,10 @@ impl PageTable for RadixPageTable {
         va: VirtAddr,
     ) -> Option<Option<(Pfn, PageSize)>> {
         Some(RadixPageTable::lookup(self, store, va))
+    }
+
+    fn entries_made(&self) -> &[(PhysAddr, u32)] {
+        self.champsim.as_ref().map_or(&[], |c| &c.made)
     }
 
     /// Points the page's leaf entry (PTE, or PD/PDPT entry of a huge page) at another frame.
