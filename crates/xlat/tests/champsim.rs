@@ -324,19 +324,10 @@ fn the_preset_issues_two_loads_a_cycle_as_champsims_lq_width() {
     // is 2 where dispatch alone (4 wide) would allow 4.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("loop16k.champsimtrace.xz");
-    let recs: Vec<Record> = (0..200_000u64)
-        .map(|i| Record {
-            vaddr: VirtAddr(0x40_0000_0000 + (i * 8) % (16 << 10)),
-            op: Op::Load,
-            size: 8,
-            core: 0,
-            pid: 0,
-            instr_delta: 0,
-            dep: 0,
-            flags: 0,
-        })
-        .collect();
-    write_trace(&path, &recs);
+    write_trace(
+        &path,
+        &loads((0..200_000u64).map(|i| 0x40_0000_0000 + (i * 8) % (16 << 10))),
+    );
     let window = [
         "sim.warmup_instructions=100000",
         "sim.max_instructions=200000",
@@ -359,19 +350,10 @@ fn a_first_touch_walk_reads_the_entry_it_made_at_its_new_frame() {
     // entry goes, eight pages' entries to a line: about one in eight reaches DRAM.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("seq.champsimtrace.xz");
-    let recs: Vec<Record> = (0..(2u64 << 20) / 8)
-        .map(|i| Record {
-            vaddr: VirtAddr(0x50_0000_0000 + i * 8),
-            op: Op::Load,
-            size: 8,
-            core: 0,
-            pid: 0,
-            instr_delta: 0,
-            dep: 0,
-            flags: 0,
-        })
-        .collect();
-    write_trace(&path, &recs);
+    write_trace(
+        &path,
+        &loads((0..(2u64 << 20) / 8).map(|i| 0x50_0000_0000 + i * 8)),
+    );
     let dram_reads_per_walk = |extra: &[&str]| {
         let s = run(&path, extra);
         let walks = s["mmu"]["walks"].as_f64().unwrap();
@@ -382,4 +364,20 @@ fn a_first_touch_walk_reads_the_entry_it_made_at_its_new_frame() {
     assert!((0.95..=1.2).contains(&champsim), "{champsim}");
     let x86 = dram_reads_per_walk(&["schemes.radix.placement=\"x86\""]);
     assert!(x86 < 0.3, "{x86}");
+}
+
+/// Independent 8-byte loads at `addrs`, one instruction each.
+fn loads(addrs: impl Iterator<Item = u64>) -> Vec<Record> {
+    addrs
+        .map(|a| Record {
+            vaddr: VirtAddr(a),
+            op: Op::Load,
+            size: 8,
+            core: 0,
+            pid: 0,
+            instr_delta: 0,
+            dep: 0,
+            flags: 0,
+        })
+        .collect()
 }
