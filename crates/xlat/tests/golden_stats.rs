@@ -41,6 +41,9 @@ const ADDED_SINCE_RECORDED: &[&str] = &[
     "timing=",
     // Cycles loads and stores waited for a port (`core.load_ports`; unbounded here: 0).
     "core.port_wait_cycles=",
+    // Accesses that waited for a walk in flight (`mmu.wait_for_walks`; off here: 0).
+    "mmu.walk_waits=",
+    "mmu.walk_wait_cycles=",
 ];
 
 fn fnv1a(text: &str) -> u64 {

@@ -95,6 +95,17 @@ pub struct MmuConfig {
     /// whole system.
     #[serde(default, skip_serializing_if = "WalkerSharing::is_core")]
     pub walker_sharing: WalkerSharing,
+    /// Whether an access that finds its translation in a TLB while the walk that put it there
+    /// is still in flight waits for that walk's end (`true`, as a TLB's MSHR merges a second
+    /// miss to a page being walked), or uses it at once (`false`, the default, left out of the
+    /// resolved config): the TLBs are filled when the walk is simulated, which in simulated
+    /// time is when it starts.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub wait_for_walks: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// `mmu.walker_sharing`: where the page walkers are.

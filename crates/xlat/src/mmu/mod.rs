@@ -412,6 +412,10 @@ pub struct MmuCounters {
     pub translation_cycles: u64,
     pub faults: u64,
     pub shootdowns: u64,
+    /// Translations a TLB held but whose walk had not replied yet, and the cycles they waited
+    /// for it (`mmu.wait_for_walks`; 0 without it).
+    pub walk_waits: u64,
+    pub walk_wait_cycles: u64,
 }
 
 /// A walk that found no mapping: what [`Mmu::finish_fault`] needs to resume it once the OS
@@ -448,6 +452,9 @@ pub struct Mmu<S: MmuScheme> {
     l2: TlbLevel,
     scheme: S,
     walker_free_at: Vec<u64>,
+    /// The last walks' pages and when their replies arrive, if accesses wait for a walk in
+    /// flight (`mmu.wait_for_walks`).
+    in_flight: Option<WalksInFlight>,
     /// Cycles one way from the core to its walkers: 0 for its own; the way to an IOMMU
     /// (`mmu.walker_sharing`), which the request and the reply both travel.
     walk_trip: u64,
@@ -469,6 +476,54 @@ pub struct WalkNote {
     pub dram_refs: u32,
 }
 
+/// The last walks' pages and the cycles their replies reach the core (`mmu.wait_for_walks`):
+/// the TLBs take a walk's translation when the walk is simulated, and an access to the page
+/// issued before the reply waits for it, as the TLB's MSHR holding the walk would make it.
+/// A ring of as many walks as there are walkers (at most [`WalksInFlight::MOST`]): no more
+/// are in flight at once.
+struct WalksInFlight {
+    /// (address space, the page's first virtual address, its bytes, the reply's cycle).
+    walks: Vec<(u16, u64, u64, u64)>,
+    next: usize,
+    /// The latest reply noted: an access issued from then on waits for no walk.
+    latest: u64,
+}
+
+impl WalksInFlight {
+    /// More walkers than this share the ring's slots: a walk older than the last 64 has
+    /// replied in any run we know of.
+    const MOST: usize = 64;
+
+    fn new(walkers: usize) -> WalksInFlight {
+        WalksInFlight {
+            walks: vec![(0, 0, 0, 0); walkers.clamp(1, Self::MOST)],
+            next: 0,
+            latest: 0,
+        }
+    }
+
+    fn note(&mut self, asid: u16, va: VirtAddr, size: PageSize, ready: u64) {
+        let bytes = size.bytes();
+        self.walks[self.next] = (asid, va.0 & !(bytes - 1), bytes, ready);
+        self.next = (self.next + 1) % self.walks.len();
+        self.latest = self.latest.max(ready);
+    }
+
+    /// Cycles an access that would have `va`'s translation at cycle `at` waits for the walk
+    /// bringing it.
+    fn wait(&self, asid: u16, va: VirtAddr, at: u64) -> u64 {
+        if self.latest <= at {
+            return 0;
+        }
+        self.walks
+            .iter()
+            .filter(|&&(a, base, bytes, _)| a == asid && va.0.wrapping_sub(base) < bytes)
+            .map(|&(.., ready)| ready.saturating_sub(at))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 impl<S: MmuScheme> Mmu<S> {
     pub fn new(cfg: &MmuConfig, scheme: S) -> Mmu<S> {
         let mut itlb_cfg = BTreeMap::new();
@@ -479,6 +534,9 @@ impl<S: MmuScheme> Mmu<S> {
             l2: TlbLevel::new(&cfg.l2tlb),
             scheme,
             walker_free_at: vec![0; cfg.walkers as usize],
+            in_flight: cfg
+                .wait_for_walks
+                .then(|| WalksInFlight::new(cfg.walkers as usize)),
             walk_trip: 0,
             entry: cfg.walker_entry.level(),
             plan: WalkPlan::default(),
@@ -511,13 +569,13 @@ impl<S: MmuScheme> Mmu<S> {
         }
     }
 
-    /// What [`Mmu::translate`] gives an access of kind `op` to the page its L1 TLB found last
-    /// (the next access of a stream, most accesses of most programs): that TLB's repeated
-    /// hit, not counted yet ([`Mmu::count_repeat`]). `None` says only that it must
-    /// `translate`.
+    /// What [`Mmu::translate`] gives an access of kind `op`, issued at cycle `now` or later,
+    /// to the page its L1 TLB found last (the next access of a stream, most accesses of most
+    /// programs): that TLB's repeated hit, not counted yet ([`Mmu::count_repeat`]). `None`
+    /// says only that it must `translate` (as it must while a walk's reply may be awaited).
     #[inline(always)]
-    pub fn repeat(&mut self, va: VirtAddr, pid: u16, op: Op) -> Option<Translation> {
-        if S::PERFECT {
+    pub fn repeat(&mut self, va: VirtAddr, pid: u16, op: Op, now: u64) -> Option<Translation> {
+        if S::PERFECT || self.in_flight.as_ref().is_some_and(|w| w.latest > now) {
             return None;
         }
         let l1 = self.l1_of(op);
@@ -543,6 +601,34 @@ impl<S: MmuScheme> Mmu<S> {
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn translate<P: PageTables<Table = S::Table>>(
+        &mut self,
+        va: VirtAddr,
+        pid: u16,
+        op: Op,
+        now: u64,
+        tables: &P,
+        mem: &mut Hierarchy,
+        shared: &mut S::Shared,
+    ) -> Result<Outcome> {
+        let mut outcome = self.look_up_or_walk(va, pid, op, now, tables, mem, shared)?;
+        if let (Some(w), Outcome::Done(t)) = (&self.in_flight, &mut outcome) {
+            // A TLB found it: the walk that filled the entry may not have replied yet.
+            if t.found != Found::Walk {
+                let waited = w.wait(pid, va, now + t.latency);
+                if waited > 0 {
+                    t.latency += waited;
+                    self.counters.walk_waits += 1;
+                    self.counters.walk_wait_cycles += waited;
+                }
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// [`Mmu::translate`], the TLBs' entries taken as usable when they are filled.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn look_up_or_walk<P: PageTables<Table = S::Table>>(
         &mut self,
         va: VirtAddr,
         pid: u16,
@@ -665,7 +751,7 @@ impl<S: MmuScheme> Mmu<S> {
                     op,
                     (pfn, size),
                     (table, tables.store()),
-                    end,
+                    (end, trip),
                     mem,
                     shared,
                 );
@@ -715,9 +801,9 @@ impl<S: MmuScheme> Mmu<S> {
         (found, start + lat)
     }
 
-    /// A walk on walker `slot` found `(pfn, size)` for `va` in `table`, ending at cycle `end`:
-    /// the walker is free again, the scheme fills its own structures, and the L2 and L1 TLBs
-    /// take the translation.
+    /// A walk on walker `slot` found `(pfn, size)` for `va` in `table`, ending at cycle `end`
+    /// and replying to the core `back` cycles later: the walker is free again, the scheme
+    /// fills its own structures, and the L2 and L1 TLBs take the translation.
     #[allow(clippy::too_many_arguments)]
     fn walk_found(
         &mut self,
@@ -727,11 +813,14 @@ impl<S: MmuScheme> Mmu<S> {
         op: Op,
         (pfn, size): (Pfn, PageSize),
         (table, store): (&S::Table, &PtStore),
-        end: u64,
+        (end, back): (u64, u64),
         mem: &mut Hierarchy,
         shared: &mut S::Shared,
     ) {
         self.walker_free_at[slot] = end;
+        if let Some(w) = &mut self.in_flight {
+            w.note(asid, va, size, end + back);
+        }
         self.scheme
             .after_walk(va, asid, pfn, size, table, store, end, mem, shared);
         self.fill(va, asid, op, pfn, size);
@@ -841,7 +930,7 @@ impl<S: MmuScheme> Mmu<S> {
             f.op,
             (pfn, size),
             table,
-            end,
+            (end, back),
             mem,
             shared,
         );
@@ -993,6 +1082,8 @@ impl MmuCounters {
         self.translation_cycles += o.translation_cycles;
         self.faults += o.faults;
         self.shootdowns += o.shootdowns;
+        self.walk_waits += o.walk_waits;
+        self.walk_wait_cycles += o.walk_wait_cycles;
     }
 }
 
@@ -1069,5 +1160,29 @@ pub(crate) mod testing {
         fn truth(&self, _pid: u16, _va: VirtAddr) -> Option<(Pfn, PageSize)> {
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_access_waits_for_the_walk_of_its_own_page_only() {
+        let mut w = WalksInFlight::new(2);
+        w.note(1, VirtAddr(0x5000_1234), PageSize::Size4K, 500);
+        w.note(1, VirtAddr(0x4020_0000), PageSize::Size2M, 300);
+        // Its page, before the reply: until the reply.
+        assert_eq!(w.wait(1, VirtAddr(0x5000_1ff8), 120), 380);
+        assert_eq!(w.wait(1, VirtAddr(0x403f_fff8), 100), 200);
+        // After the reply, another page, another address space: no wait.
+        assert_eq!(w.wait(1, VirtAddr(0x5000_1000), 500), 0);
+        assert_eq!(w.wait(1, VirtAddr(0x5000_2000), 100), 0);
+        assert_eq!(w.wait(2, VirtAddr(0x5000_1000), 100), 0);
+        // A third walk takes the oldest's slot (two walkers: no more in flight at once).
+        w.note(1, VirtAddr(0x7000_0000), PageSize::Size4K, 900);
+        assert_eq!(w.wait(1, VirtAddr(0x5000_1000), 100), 0);
+        assert_eq!(w.wait(1, VirtAddr(0x4020_0000), 100), 200);
+        assert_eq!(w.latest, 900);
     }
 }

@@ -133,14 +133,35 @@ impl RadixPageTable {
 
     /// The physical address a walk references to read the entry of `level` for `va`, which
     /// the table holds at `at` (its address in the x86 layout): `at` itself, or with
-    /// ChampSim's placement the entry's own frame. An entry not yet written (a failed walk's
-    /// last read) has no frame there: its read is referenced at `at`.
+    /// ChampSim's placement the entry's own frame. An entry not yet written has no frame
+    /// there (ChampSim's walker never reads one, and neither does the radix walker under this
+    /// placement); were it read, it would be referenced at `at`.
     #[inline]
     pub fn referenced(&self, at: PhysAddr, va: VirtAddr, level: u32) -> PhysAddr {
         match &self.champsim {
             None => at,
             Some(c) => champsim_entry(c, self.levels, va, level).unwrap_or(at),
         }
+    }
+
+    /// Whether the entries are placed as ChampSim places them.
+    pub fn is_champsim(&self) -> bool {
+        self.champsim.is_some()
+    }
+
+    /// With ChampSim's placement, the address ChampSim's walker reads after a hit in the
+    /// paging-structure cache that a walk for `filled_by` last filled (`src/ptw.cc`,
+    /// `handle_read`): the frame of `filled_by`'s entry of `level`, at `va`'s index. `None`
+    /// under x86's placement, or if that frame does not exist.
+    pub fn champsim_pscl_read(
+        &self,
+        filled_by: VirtAddr,
+        va: VirtAddr,
+        level: u32,
+    ) -> Option<PhysAddr> {
+        let at = champsim_entry(self.champsim.as_ref()?, self.levels, filled_by, level)?;
+        let index_bytes = |v: VirtAddr| index(v, level) * 8;
+        Some(PhysAddr(at.0 - index_bytes(filled_by) + index_bytes(va)))
     }
 
     /// With ChampSim's placement, the frames its entries took (besides the x86 frames that

@@ -14,6 +14,7 @@ use crate::mmu::config::TlbConfig;
 use crate::mmu::walk::WalkPlan;
 use crate::pt::radix::{entry_addr, entry_frame, index, leaf_size, RadixPageTable, PRESENT};
 use crate::pt::store::{PtStore, TableRef};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 /// PWC levels: entries of levels 2 (PD), 3 (PDPT), 4 (PML4), 5 (PML5).
@@ -36,6 +37,12 @@ pub struct RadixWalker {
     /// The slowest PWC's latency (they are probed in parallel).
     pwc_latency: u64,
     pub pwc_stats: [PwcStats; 4],
+    /// Under ChampSim's placement: the virtual address of the last walk that passed each
+    /// PWC entry's tag at its level (read that entry, or hit it), by `(level, tag)`. A
+    /// ChampSim PSCL entry keeps the address of the walk that filled it, and every walk
+    /// through it fills it again; its walker's first read after a hit goes to that walk's
+    /// frame ([`RadixPageTable::champsim_pscl_read`]).
+    pscl_filled_by: FxHashMap<(u32, u64), VirtAddr>,
 }
 
 /// VA bits that select the entry of `level`: everything above the range that entry maps.
@@ -70,6 +77,7 @@ impl RadixWalker {
                 .max()
                 .unwrap_or(0),
             pwc_stats: [PwcStats::default(); 4],
+            pscl_filled_by: FxHashMap::default(),
         }
     }
 
@@ -129,6 +137,9 @@ impl RadixWalker {
                     self.pwc_stats[i].hits += 1;
                     level = l - 1;
                     table = next;
+                    if pt.is_champsim() {
+                        self.champsim_pscl_hit(va, asid, l, pt, plan, kind);
+                    }
                     break;
                 }
                 Err(vacancy) => vacancies[i] = Some(vacancy),
@@ -137,10 +148,15 @@ impl RadixWalker {
         }
         loop {
             let at = entry_addr(table.pfn, va, level);
-            let referenced = locate(pt.referenced(at, va, level), plan)?;
-            plan.push_next(referenced, kind(level));
             let word = index(va, level) as usize;
             let e = store.read_in(table, word);
+            if e & PRESENT == 0 && pt.is_champsim() {
+                // ChampSim's walker reads no entry that is not there: it makes it and reads
+                // it where it made it ([`crate::mmu::Mmu::finish_fault_in_walk`]).
+                return None;
+            }
+            let referenced = locate(pt.referenced(at, va, level), plan)?;
+            plan.push_next(referenced, kind(level));
             if e & PRESENT == 0 {
                 return None;
             }
@@ -148,6 +164,10 @@ impl RadixWalker {
                 return Some((entry_frame(e), size));
             }
             table = store.child(table, word, entry_frame(e));
+            if pt.is_champsim() {
+                self.pscl_filled_by
+                    .insert((level, pwc_tag(prefix(va, level), asid)), va);
+            }
             let i = (level as usize).wrapping_sub(2);
             if let (Some(Some(pwc)), Some(Some(vacancy))) = (self.pwc.get_mut(i), vacancies.get(i))
             {
@@ -155,6 +175,27 @@ impl RadixWalker {
                 pwc.fill(*vacancy, pwc_tag(prefix(va, level), asid), table);
             }
             level -= 1;
+        }
+    }
+
+    /// ChampSim's walker after a hit in the PSCL of `level` (`src/ptw.cc`, `handle_read`):
+    /// before the entry of the level below, it reads that level at the frame of the walk
+    /// that filled the PSCL entry and at `va`'s index, a line of another page; then the hit
+    /// fills the entry again with `va`.
+    fn champsim_pscl_hit(
+        &mut self,
+        va: VirtAddr,
+        asid: u16,
+        level: u32,
+        pt: &RadixPageTable,
+        plan: &mut WalkPlan,
+        kind: fn(u32) -> MemKind,
+    ) {
+        let key = (level, pwc_tag(prefix(va, level), asid));
+        if let Some(filled_by) = self.pscl_filled_by.insert(key, va) {
+            if let Some(at) = pt.champsim_pscl_read(filled_by, va, level - 1) {
+                plan.push_next(at, kind(level - 1));
+            }
         }
     }
 

@@ -580,7 +580,7 @@ impl<S: Scheme> System<S> {
             return 0;
         }
         let unit = &mut self.cores[c];
-        let Some(t) = unit.mmu.repeat(rec.vaddr, rec.pid, rec.op) else {
+        let Some(t) = unit.mmu.repeat(rec.vaddr, rec.pid, rec.op, unit.core.now()) else {
             return 0;
         };
         let store = rec.op == Op::Store;
