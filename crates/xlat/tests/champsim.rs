@@ -351,11 +351,7 @@ fn a_first_touch_walk_reads_the_entry_it_made_at_its_new_frame() {
     // ChampSim's placement the walk also reads, after the PD PWC's hit, the previous page's
     // leaf frame at this page's index: a new line every eighth page. So about 1.125.)
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("seq.champsimtrace.xz");
-    write_trace(
-        &path,
-        &loads((0..(2u64 << 20) / 8).map(|i| 0x50_0000_0000 + i * 8)),
-    );
+    let path = sequential_loads_over_2mib(dir.path());
     let dram_reads_per_walk = |extra: &[&str]| {
         let s = run(&path, extra);
         let walks = s["mmu"]["walks"].as_f64().unwrap();
@@ -374,11 +370,7 @@ fn loads_of_a_page_being_walked_wait_for_its_walk() {
     // first to a page merge into the DTLB's MSHR for its walk and wait for its reply; the
     // preset's `mmu.wait_for_walks` makes them wait for it, and only those loads.
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("seq.champsimtrace.xz");
-    write_trace(
-        &path,
-        &loads((0..(2u64 << 20) / 8).map(|i| 0x50_0000_0000 + i * 8)),
-    );
+    let path = sequential_loads_over_2mib(dir.path());
     let waiting = run(&path, &[]);
     let at_once = run(&path, &["mmu.wait_for_walks=false"]);
     let u = |s: &serde_json::Value, k: &str| s["mmu"][k].as_u64().unwrap();
@@ -439,6 +431,17 @@ fn after_a_pscl_hit_the_walk_reads_a_line_of_the_walk_that_filled_it() {
         "every walk hits a PWC"
     );
     assert_eq!(reads(&champsim), reads(&x86) + pwc_hits(&champsim));
+}
+
+/// A trace of sequential 8-byte loads over 2 MiB (512 pages, each touched first by it), in
+/// `dir`.
+fn sequential_loads_over_2mib(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("seq.champsimtrace.xz");
+    write_trace(
+        &path,
+        &loads((0..(2u64 << 20) / 8).map(|i| 0x50_0000_0000 + i * 8)),
+    );
+    path
 }
 
 /// Independent 8-byte loads at `addrs`, one instruction each.
