@@ -572,10 +572,16 @@ impl<S: MmuScheme> Mmu<S> {
     /// What [`Mmu::translate`] gives an access of kind `op`, issued at cycle `now` or later,
     /// to the page its L1 TLB found last (the next access of a stream, most accesses of most
     /// programs): that TLB's repeated hit, not counted yet ([`Mmu::count_repeat`]). `None`
-    /// says only that it must `translate` (as it must while a walk's reply may be awaited).
+    /// says only that it must `translate` (as it must while the walk of the page may not have
+    /// replied yet).
     #[inline(always)]
     pub fn repeat(&mut self, va: VirtAddr, pid: u16, op: Op, now: u64) -> Option<Translation> {
-        if S::PERFECT || self.in_flight.as_ref().is_some_and(|w| w.latest > now) {
+        if S::PERFECT
+            || self
+                .in_flight
+                .as_ref()
+                .is_some_and(|w| w.wait(pid, va, now) > 0)
+        {
             return None;
         }
         let l1 = self.l1_of(op);
