@@ -616,34 +616,6 @@ impl<S: MmuScheme> Mmu<S> {
         mem: &mut Hierarchy,
         shared: &mut S::Shared,
     ) -> Result<Outcome> {
-        let mut outcome = self.look_up_or_walk(va, pid, op, now, tables, mem, shared)?;
-        if let (Some(w), Outcome::Done(t)) = (&self.in_flight, &mut outcome) {
-            // A TLB found it: the walk that filled the entry may not have replied yet.
-            if t.found != Found::Walk {
-                let waited = w.wait(pid, va, now + t.latency);
-                if waited > 0 {
-                    t.latency += waited;
-                    self.counters.walk_waits += 1;
-                    self.counters.walk_wait_cycles += waited;
-                }
-            }
-        }
-        Ok(outcome)
-    }
-
-    /// [`Mmu::translate`], the TLBs' entries taken as usable when they are filled.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn look_up_or_walk<P: PageTables<Table = S::Table>>(
-        &mut self,
-        va: VirtAddr,
-        pid: u16,
-        op: Op,
-        now: u64,
-        tables: &P,
-        mem: &mut Hierarchy,
-        shared: &mut S::Shared,
-    ) -> Result<Outcome> {
         self.counters.translations += 1;
         let asid = pid;
         let l1 = self.l1_of(op);
@@ -670,12 +642,13 @@ impl<S: MmuScheme> Mmu<S> {
             });
         }
         if let Some((pfn, size)) = l1.lookup(va, asid) {
-            return Ok(Outcome::Done(Translation {
+            let t = Translation {
                 paddr: translate(va, pfn, size),
                 size,
                 latency,
                 found: Found::L1,
-            }));
+            };
+            return Ok(self.cached(t, va, pid, now));
         }
         self.counters.l1_misses += 1;
         let l2_latency = self.l2.latency;
@@ -701,12 +674,13 @@ impl<S: MmuScheme> Mmu<S> {
             latency += lat;
             self.counters.translation_cycles += lat;
             self.fill_side_hit(va, asid, op, found, pfn, size);
-            return Ok(Outcome::Done(Translation {
+            let t = Translation {
                 paddr: translate(va, pfn, size),
                 size,
                 latency,
                 found,
-            }));
+            };
+            return Ok(self.cached(t, va, pid, now));
         }
         latency += l2_latency.max(side_latency);
         self.counters.l2_misses += 1;
@@ -715,12 +689,13 @@ impl<S: MmuScheme> Mmu<S> {
         if let Some(h) = l3_hit {
             self.counters.translation_cycles += latency - l1_latency;
             self.fill(va, asid, op, h.pfn, h.size);
-            return Ok(Outcome::Done(Translation {
+            let t = Translation {
                 paddr: translate(va, h.pfn, h.size),
                 size: h.size,
                 latency,
                 found: Found::L3,
-            }));
+            };
+            return Ok(self.cached(t, va, pid, now));
         }
         // The earliest-free walker takes the walk.
         let (slot, &free_at) = self
@@ -779,6 +754,22 @@ impl<S: MmuScheme> Mmu<S> {
                 host: self.plan.host_fault,
             })),
         }
+    }
+
+    /// Translation `t` of `va` (process `pid`) that a TLB or a side path found for an access
+    /// issued at `now`: with `mmu.wait_for_walks`, not before the reply of the walk that
+    /// filled the entry, if that walk is still in flight.
+    #[inline(always)]
+    fn cached(&mut self, mut t: Translation, va: VirtAddr, pid: u16, now: u64) -> Outcome {
+        if let Some(w) = &self.in_flight {
+            let waited = w.wait(pid, va, now + t.latency);
+            if waited > 0 {
+                t.latency += waited;
+                self.counters.walk_waits += 1;
+                self.counters.walk_wait_cycles += waited;
+            }
+        }
+        Outcome::Done(t)
     }
 
     /// One walk starting at cycle `start`: returns its result and the cycle it ended.
