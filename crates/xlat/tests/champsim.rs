@@ -162,19 +162,7 @@ fn random_loads(n: usize) -> Vec<Record> {
         x ^= x << 17;
         base + (x % (pages * 4096)) / 64 * 64
     });
-    touch
-        .chain(random)
-        .map(|a| Record {
-            vaddr: VirtAddr(a),
-            op: Op::Load,
-            size: 8,
-            core: 0,
-            pid: 0,
-            instr_delta: 1,
-            dep: 0,
-            flags: 0,
-        })
-        .collect()
+    loads_after(touch.chain(random), 1)
 }
 
 #[test]
@@ -446,6 +434,11 @@ fn sequential_loads_over_2mib(dir: &std::path::Path) -> std::path::PathBuf {
 
 /// Independent 8-byte loads at `addrs`, one instruction each.
 fn loads(addrs: impl Iterator<Item = u64>) -> Vec<Record> {
+    loads_after(addrs, 0)
+}
+
+/// Independent 8-byte loads at `addrs`, each after `instr_delta` other instructions.
+fn loads_after(addrs: impl Iterator<Item = u64>, instr_delta: u32) -> Vec<Record> {
     addrs
         .map(|a| Record {
             vaddr: VirtAddr(a),
@@ -453,7 +446,7 @@ fn loads(addrs: impl Iterator<Item = u64>) -> Vec<Record> {
             size: 8,
             core: 0,
             pid: 0,
-            instr_delta: 0,
+            instr_delta,
             dep: 0,
             flags: 0,
         })

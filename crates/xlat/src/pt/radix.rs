@@ -140,7 +140,7 @@ impl RadixPageTable {
     pub fn referenced(&self, at: PhysAddr, va: VirtAddr, level: u32) -> PhysAddr {
         match &self.champsim {
             None => at,
-            Some(c) => champsim_entry(c, self.levels, va, level).unwrap_or(at),
+            Some(c) => champsim_entry(c, self.levels, (va, va), level).unwrap_or(at),
         }
     }
 
@@ -159,9 +159,7 @@ impl RadixPageTable {
         va: VirtAddr,
         level: u32,
     ) -> Option<PhysAddr> {
-        let at = champsim_entry(self.champsim.as_ref()?, self.levels, filled_by, level)?;
-        let index_bytes = |v: VirtAddr| index(v, level) * 8;
-        Some(PhysAddr(at.0 - index_bytes(filled_by) + index_bytes(va)))
+        champsim_entry(self.champsim.as_ref()?, self.levels, (filled_by, va), level)
     }
 
     /// With ChampSim's placement, the frames its entries took (besides the x86 frames that
@@ -226,15 +224,22 @@ impl RadixPageTable {
     }
 }
 
-/// The address of the entry of `level` for `va` in ChampSim's placement, if its frame exists.
+/// In ChampSim's placement, the address in the frame of `frame_of`'s entry of `level` at
+/// `index_of`'s index, if that frame exists: the entry for a VA when both are that VA (a
+/// PSCL hit's first read when they differ, [`RadixPageTable::champsim_pscl_read`]).
 #[inline]
-fn champsim_entry(c: &ChampsimFrames, levels: u32, va: VirtAddr, level: u32) -> Option<PhysAddr> {
+fn champsim_entry(
+    c: &ChampsimFrames,
+    levels: u32,
+    (frame_of, index_of): (VirtAddr, VirtAddr),
+    level: u32,
+) -> Option<PhysAddr> {
     if level == levels {
-        return Some(PhysAddr(c.root.addr().0 + index(va, levels - 1) * 8));
+        return Some(PhysAddr(c.root.addr().0 + index(index_of, levels - 1) * 8));
     }
     c.frames
-        .get(&(level, va.0 >> shift(level)))
-        .map(|f| PhysAddr(f.addr().0 + index(va, level) * 8))
+        .get(&(level, frame_of.0 >> shift(level)))
+        .map(|f| PhysAddr(f.addr().0 + index(index_of, level) * 8))
 }
 
 impl PageTable for RadixPageTable {
