@@ -476,3 +476,32 @@ def test_a_bad_memory_limit_is_an_error_before_any_run(run_cli, tmp_path) -> Non
         err = _usage_error(run_cli(*cmd, "--memory", "12XB", "-o", str(tmp_path / "o")))
         assert "config error at `--memory`: unknown unit `XB`" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_stop_after_leaves_runs_for_the_next_call_with_exit_status_3(run_cli, tmp_path) -> None:
+    out = tmp_path / "o"
+    sweep_args = [
+        "sweep", "-c", "baseline-radix", "-w", "gups", "--grid", "mmu.walkers=1,2",
+        "--set", "workload.table_bytes=67108864", "--set", "os.physmem.bytes=2147483648",
+        "--refs", "20k", "-j", "1", "-o", str(out / "sweep"), "--no-progress",
+    ]  # fmt: skip
+    stopped = run_cli(*sweep_args, "--stop-after", "0")
+    assert stopped.returncode == 3, stopped.stderr
+    assert "0 ran, 0 already finished, 0 failed, 2 not started" in stopped.stdout
+    assert "--stop-after passed with 2 runs not started" in stopped.stderr
+    done = run_cli(*sweep_args, "--stop-after", "1h")
+    assert done.returncode == 0, done.stderr
+    assert "2 ran, 0 already finished, 0 failed)" in done.stdout
+
+    # A reproduction stopped before its runs draws nothing; the next call finishes it.
+    rep = ["reproduce", "gandhi-table2", "--tiny", "-j", "1", "-o", str(out), "--no-progress"]
+    stopped = run_cli(*rep, "--stop-after", "0s")
+    assert stopped.returncode == 3, stopped.stderr
+    assert "gandhi-table2: 4 of 4 runs not started before the time limit" in stopped.stderr
+    assert not (out / "gandhi-table2" / "comparison.md").exists()
+    done = run_cli(*rep)
+    assert done.returncode == 0, done.stderr
+    assert (out / "gandhi-table2" / "comparison.md").exists()
+
+    err = _usage_error(run_cli(*sweep_args, "--stop-after", "soon"))
+    assert "argument --stop-after: invalid duration 'soon'" in err

@@ -10,7 +10,7 @@ import pytest
 
 import xlat.api
 from support import FakeCore, PanicException, make_stats
-from xlat.cli import build_parser, main, parse_count
+from xlat.cli import build_parser, main, parse_count, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -35,6 +35,21 @@ def test_parse_count(text: str, value: int) -> None:
 def test_parse_count_rejects(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
         parse_count(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("0", 0), ("5400", 5400), ("45s", 45), ("90m", 5400), ("1.5h", 5400), ("1h30m", 5400),
+     (" 2H ", 7200), ("1h 30m 15s", 5415)],
+)  # fmt: skip
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "m", "-5m", "1d", "1h30", "90 minutes", "1.5.2h", "h1"])
+def test_parse_duration_rejects(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="duration"):
+        parse_duration(text)
 
 
 def test_run_builds_overrides(fake_core: FakeCore, capsys: pytest.CaptureFixture[str]) -> None:

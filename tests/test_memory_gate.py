@@ -142,3 +142,29 @@ def test_a_sweep_whose_runs_exceed_the_budget_runs_them_one_at_a_time(tmp_path: 
     assert set(df["status"]) == {"ok"}
     # Each run's own peak: a 64 MiB table's engine state beside the worker's interpreter.
     assert all(16 << 20 < b < 4 << 30 for b in df["peak_host_bytes"]), list(df["peak_host_bytes"])
+
+
+def test_no_run_starts_from_the_deadline_on() -> None:
+    now = [0.0]
+    gate = _MemoryGate([None] * 4, budget=None, deadline=10.0, clock=lambda: now[0])
+    assert gate.take() == 0
+    now[0] = 9.5
+    assert gate.take() == 1
+    now[0] = 10.0
+    assert gate.take() is None
+    # Runs already started still end; the rest stay waiting, for the next sweep.
+    gate.done(0)
+    gate.done(1)
+    assert gate.waiting == [2, 3]
+
+
+def test_a_worker_waiting_for_room_stops_at_the_deadline() -> None:
+    # Run 1 never fits beside run 0, which never ends here: only the deadline can end the wait.
+    gate = _MemoryGate([8, 8], budget=10, deadline=time.monotonic() + 0.05)
+    assert gate.take() == 0
+    got: list[int | None] = []
+    waiter = threading.Thread(target=lambda: got.append(gate.take()))
+    waiter.start()
+    waiter.join(timeout=30)
+    assert got == [None]
+    assert gate.waiting == [1]

@@ -286,6 +286,26 @@ def test_sweep_killed_midway_resumes_and_runs_everything_exactly_once(tmp_path: 
     assert len(load(out)) == 6
 
 
+@pytest.mark.parametrize("backend", ["local", "dask"])
+def test_a_sweep_past_its_time_limit_starts_nothing_and_resumes_later(
+    tmp_path: Path, backend: str
+) -> None:
+    if backend == "dask":
+        pytest.importorskip("distributed")
+    out = tmp_path / "s"
+    grid = {"mmu.l2tlb.unified.entries": [768, 1536, 3072]}
+    common = dict(out=out, overrides=TINY, backend=backend, jobs=1, progress=False)
+    stopped = sweep("baseline-radix", grid, GUPS, stop_after=0, **common)
+    assert (stopped.ran, stopped.not_started, stopped.failed) == (0, 3, [])
+    assert run_records(out) == {}
+    # A limit far off: every run (under dask, through the submissions that follow each end).
+    rest = sweep("baseline-radix", grid, GUPS, stop_after=3600, **common)
+    assert (rest.ran, rest.skipped, rest.not_started, rest.failed) == (3, 0, 0, [])
+    assert len(load(out)) == 3
+    with pytest.raises(ValueError, match="stop_after"):
+        sweep("baseline-radix", grid, GUPS, stop_after=-1, **common)
+
+
 def test_dask_backend_retries_the_run_of_a_killed_worker(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     # One point is ~500 times longer than the others: the worker that runs it is killed while

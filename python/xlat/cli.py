@@ -10,14 +10,15 @@
     xlat config   [--config NAME|FILE] [--workload NAME] [--set KEY=VALUE]... [--verify] [--refs N]
     xlat sweep    --config A [--config B]... [--workload W]... [--grid KEY=V1,V2,...]...
                   [--seeds 1,2] [--set KEY=VALUE]... [--refs N] --out DIR
-                  [--backend local|dask] [--jobs N] [--scheduler ADDR]
+                  [--backend local|dask] [--jobs N] [--scheduler ADDR] [--stop-after DURATION]
     xlat query    SQL SWEEP_DIR... [--csv | --json]
     xlat report   SWEEP_DIR [--out FILE]
     xlat reproduce [--list] [--check] [--status] [ID | all] [--quick | --tiny | --scale S]
-                  [--out DIR] [--jobs N]
+                  [--out DIR] [--jobs N] [--stop-after DURATION]
 
 Every error of the engine or of the command line is printed as ``xlat: error: <message>`` on
-stderr with exit status 2, without a Python traceback.
+stderr with exit status 2, without a Python traceback. A sweep or reproduction that
+``--stop-after`` stopped with runs left exits with status 3.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import math
 import os
 import re
 import sys
+import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -43,12 +45,14 @@ from . import api
 from .progress import is_terminal
 from .summary import format_comparison, format_summary, speedup
 
-__all__ = ["CliError", "build_parser", "main", "parse_count", "parse_grid"]
+__all__ = ["CliError", "build_parser", "main", "parse_count", "parse_duration", "parse_grid"]
 
 #: Exit status for user errors (bad option, bad config, engine error), as argparse uses.
 EXIT_USAGE = 2
 #: Exit status when the engine panicked (a bug in xlat).
 EXIT_INTERNAL = 70
+#: Exit status of a sweep or reproduction that ``--stop-after`` left with runs not started.
+STOPPED_EXIT = 3
 #: Default number of references for ``xlat bench``.
 BENCH_REFS = 5_000_000
 
@@ -107,6 +111,28 @@ def parse_count(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"invalid count {text!r}: must be positive")
     return value
+
+
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)([hms]?)")
+_DURATION_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "": 1.0}
+
+
+def parse_duration(text: str) -> float:
+    """Parse a wall-clock duration in seconds: ``5400``, ``90m``, ``1.5h``, ``1h30m``, ``45s``
+    (a bare number is seconds; parts add up, each with its unit: ``1h30`` is refused rather
+    than guessed).
+
+    Raises:
+        argparse.ArgumentTypeError: if ``text`` is not such a duration.
+    """
+    compact = text.strip().lower().replace(" ", "")
+    parts = _DURATION_PART.findall(compact)
+    unitless = len(parts) > 1 and any(not u for _, u in parts)
+    if not compact or unitless or "".join(n + u for n, u in parts) != compact:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration {text!r} (examples: 5400, 90m, 1.5h, 1h30m)"
+        )
+    return sum(float(n) * _DURATION_UNIT[u] for n, u in parts)
 
 
 def _config_label(config: str) -> str:
@@ -512,16 +538,26 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             progress=_progress(args),
             reuse=args.reuse,
             memory=_memory(args),
+            stop_after=args.stop_after,
         )
     copied = f", {result.reused} of them copied from --reuse" if result.reused else ""
+    left = f", {result.not_started} not started" if result.not_started else ""
     _print(
         f"sweep {args.out}: {len(result.run_ids)} runs ({result.ran} ran, "
-        f"{result.skipped} already finished{copied}, {len(result.failed)} failed) -> "
+        f"{result.skipped} already finished{copied}, {len(result.failed)} failed{left}) -> "
         f"{os.path.join(args.out, 'results.parquet')}"
     )
     for rid, error in result.failed:
         sys.stderr.write(f"xlat: run {rid} failed: {error}\n")
-    return 1 if result.failed else 0
+    if result.failed:
+        return 1
+    if result.not_started:
+        sys.stderr.write(
+            f"xlat: --stop-after passed with {result.not_started} runs not started; "
+            "the same command again runs them\n"
+        )
+        return STOPPED_EXIT
+    return 0
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
@@ -609,18 +645,25 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             _print(_format_status(rep.id, scale, experiments.run_status(rep.id, scale, args.out)))
         return 0
     outcomes = []
+    # One time limit for all the reproductions asked for, not one each.
+    deadline = None if args.stop_after is None else time.monotonic() + args.stop_after
     for rep in chosen:
         sys.stderr.write(f"xlat reproduce: {rep.id} ({rep.paper} {rep.figure}), scale {scale}\n")
-        outcome = experiments.reproduce(
-            rep.id,
-            scale=scale,
-            out=args.out,
-            backend=args.backend,
-            jobs=args.jobs,
-            scheduler=args.scheduler,
-            progress=_progress(args),
-            memory=memory,
-        )
+        try:
+            outcome = experiments.reproduce(
+                rep.id,
+                scale=scale,
+                out=args.out,
+                backend=args.backend,
+                jobs=args.jobs,
+                scheduler=args.scheduler,
+                progress=_progress(args),
+                memory=memory,
+                stop_after=None if deadline is None else max(0.0, deadline - time.monotonic()),
+            )
+        except experiments.Stopped as stopped:
+            sys.stderr.write(f"xlat reproduce: --stop-after: {stopped}\n")
+            return STOPPED_EXIT
         outcomes.append(outcome)
         _print(f"{rep.id}: {rep.paper} {rep.figure}: {rep.title}")
         _print(_format_comparison_table(outcome.comparison))
@@ -815,6 +858,15 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
         "estimate of each (`xlat workloads --footprint`): a run waits for a free worker and "
         "for room, and one larger than SIZE runs alone; auto (default): the memory available "
         "when the runs start; off: no limit",
+    )
+    p.add_argument(
+        "--stop-after",
+        type=parse_duration,
+        default=None,
+        metavar="DURATION",
+        help="start no run once DURATION (e.g. 90m, 1h30m, 5400) has passed; the runs started "
+        "finish and are stored, and the same command again runs the rest (exit status 3 while "
+        "runs are left): for a cluster job's time limit, or a long sweep taken in chunks",
     )
     p.add_argument("--no-progress", action="store_true", help="do not draw progress bars")
 

@@ -16,7 +16,9 @@ one. Runs execute on a *backend*:
 Workers only simulate and return text; this process writes every result (atomically, as it
 arrives) under ``out/runs/<id>/``, so a cluster needs no shared file system and an interrupted
 sweep loses nothing but the runs in flight. Running the same sweep again skips the finished
-runs. A run that fails (bad config, engine error, a worker that keeps dying) is recorded with
+runs, so a long sweep can be run in chunks: ``stop_after`` starts no run once that many seconds
+have passed (the runs started finish and are stored), as a cluster job with a time limit needs.
+A run that fails (bad config, engine error, a worker that keeps dying) is recorded with
 its error; the sweep goes on.
 """
 
@@ -98,6 +100,9 @@ class SweepResult:
     """Of ``skipped``: runs copied from another sweep (``reuse``) rather than simulated."""
     failed: list[tuple[str, str]] = field(default_factory=list)
     """``(run_id, error)`` of every run that failed in this call."""
+    not_started: int = 0
+    """Runs left unfinished because ``stop_after`` had passed before they could start: the same
+    call again runs them."""
 
     def load(self):
         """The sweep's results as a pandas DataFrame (see :func:`xlat.load`)."""
@@ -348,16 +353,29 @@ class _MemoryGate:
     the first waiting run alone, whatever its estimate (the engine itself refuses a run larger
     than the machine). So two paper-scale runs of 16 GB each never start together on a 24 GB
     machine, and smaller runs fill the other workers meanwhile. ``budget=None``: no limit, the
-    runs start in order as workers free up."""
+    runs start in order as workers free up. From ``deadline`` on (a ``clock()`` reading; none:
+    never) no run starts: the gate is as if closed."""
 
-    def __init__(self, needs: Sequence[int | None], budget: int | None) -> None:
+    def __init__(
+        self,
+        needs: Sequence[int | None],
+        budget: int | None,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.needs = [n or 0 for n in needs]
         self.budget = budget
         self.waiting = list(range(len(needs)))
         self.in_use = 0
         self.in_flight = 0
         self.closed = False
+        self.deadline = deadline
+        self.clock = clock
         self.cond = threading.Condition()
+
+    def _time_left(self) -> float | None:
+        """Seconds until the deadline (at most 0 once it has passed); ``None`` without one."""
+        return None if self.deadline is None else self.deadline - self.clock()
 
     def _pick(self) -> int | None:
         """The position in ``waiting`` of the run to start now, or ``None`` to wait."""
@@ -371,13 +389,17 @@ class _MemoryGate:
         gate was closed)."""
         with self.cond:
             while not self.closed and self.waiting:
+                left = self._time_left()
+                if left is not None and left <= 0:
+                    break
                 p = self._pick()
                 if p is not None:
                     i = self.waiting.pop(p)
                     self.in_use += self.needs[i]
                     self.in_flight += 1
                     return i
-                self.cond.wait()
+                # Waiting for room: wake at the deadline too, to stop rather than start late.
+                self.cond.wait(left)
             return None
 
     def done(self, i: int) -> None:
@@ -433,15 +455,19 @@ def _memory_budget(memory: int | str | None) -> int | None:
 
 
 def _local(
-    todo: Todo, jobs: int, needs: Sequence[int | None] = (), budget: int | None = None
+    todo: Todo,
+    jobs: int,
+    needs: Sequence[int | None] = (),
+    budget: int | None = None,
+    deadline: float | None = None,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """``jobs`` worker processes (``python -m xlat.worker``), each running one run at a time,
     started together only as far as their estimated host memory (``needs``, by run) fits in
-    ``budget`` (:class:`_MemoryGate`). A worker that dies (killed, out of memory) takes only its
-    run with it: that run is recorded as failed and a new worker takes the next. Leaving early
-    (Ctrl-C, an error) kills the workers: the runs in flight are lost, everything finished is
-    already stored."""
-    gate = _MemoryGate(list(needs) or [None] * len(todo), budget)
+    ``budget`` (:class:`_MemoryGate`), and none from ``deadline`` on. A worker that dies
+    (killed, out of memory) takes only its run with it: that run is recorded as failed and a
+    new worker takes the next. Leaving early (Ctrl-C, an error) kills the workers: the runs in
+    flight are lost, everything finished is already stored."""
+    gate = _MemoryGate(list(needs) or [None] * len(todo), budget, deadline)
     lock = threading.Lock()
     stopping = threading.Event()
     live: set[_WorkerProcess] = set()
@@ -499,9 +525,13 @@ def _local(
 
 
 def _dask(
-    todo: Todo, jobs: int, scheduler: str | None, retries: int
+    todo: Todo, jobs: int, scheduler: str | None, retries: int, deadline: float | None = None
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Submit every run to a dask.distributed cluster; results stream back as they finish."""
+    """Submit the runs to a dask.distributed cluster; results stream back as they finish.
+    Without a ``deadline`` every run is submitted at once. With one, only as many as the
+    cluster has worker threads are in flight, and a run finishing before the deadline makes
+    room for the next: none is submitted from the deadline on (one already queued by then
+    still runs)."""
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -514,13 +544,27 @@ def _dask(
             n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None
         )
     client = Client(scheduler if scheduler is not None else cluster)
+
+    def submit(rid: str, spec: dict[str, Any]) -> Any:
+        return client.submit(execute, spec, key=f"xlat-run-{rid}", pure=False, retries=retries)
+
     try:
-        futures = {
-            client.submit(execute, spec, key=f"xlat-run-{rid}", pure=False, retries=retries): rid
-            for rid, spec in todo
-        }
-        for fut in as_completed(futures):
-            rid = futures[fut]
+        if deadline is None:
+            first, waiting = list(todo), iter(())
+        else:
+            threads = max(1, sum(client.nthreads().values()))
+            waiting = iter(todo)
+            first = list(itertools.islice(waiting, threads)) if time.monotonic() < deadline else []
+        futures = {submit(rid, spec): rid for rid, spec in first}
+        finished = as_completed(futures)
+        for fut in finished:
+            rid = futures.pop(fut)
+            if deadline is not None and time.monotonic() < deadline:
+                following = next(waiting, None)
+                if following is not None:
+                    nxt = submit(*following)
+                    futures[nxt] = following[0]
+                    finished.add(nxt)
             try:
                 yield rid, fut.result()
             except Exception as exc:  # e.g. KilledWorker: it died on every worker it tried
@@ -553,6 +597,7 @@ def sweep(
     reuse: Iterable[PathLike] = (),
     report_failures: bool = True,
     memory: int | str | None = "auto",
+    stop_after: float | None = None,
 ) -> SweepResult:
     """Run every point of a sweep that is not finished yet, and collect the results.
 
@@ -584,6 +629,10 @@ def sweep(
             (default) this machine's available memory when the sweep starts, a size
             (``"20GiB"`` or bytes), or ``None`` for no limit. A run larger than the limit
             runs alone. The dask backend leaves memory to the cluster.
+        stop_after: seconds from the call on after which no run starts (dask: none is
+            submitted); the runs started by then finish and are stored, the rest are counted in
+            ``result.not_started`` and run when the sweep is called again. ``None`` (default):
+            every run. For a cluster job with a time limit, or a long sweep taken in chunks.
 
     Returns:
         A :class:`SweepResult`; ``result.load()`` gives the DataFrame (also in
@@ -595,6 +644,9 @@ def sweep(
             recorded with its error). Some runs failing is a ``RuntimeWarning``. Neither with
             ``report_failures=False``.
     """
+    if stop_after is not None and not (stop_after >= 0):
+        raise ValueError(f"stop_after must be a number of seconds >= 0, got {stop_after}")
+    deadline = None if stop_after is None else time.monotonic() + stop_after
     out = Path(out)
     by_id = identify(plan(base, grid, workloads, seeds, overrides))
     ids = list(by_id)
@@ -625,9 +677,9 @@ def sweep(
     if backend == "local":
         budget = _memory_budget(memory) if jobs > 1 and len(todo) > 1 else None
         needs = _host_estimates(todo) if budget is not None else []
-        stream = _local(todo, jobs, needs, budget)
+        stream = _local(todo, jobs, needs, budget, deadline)
     elif backend == "dask":
-        stream = _dask(todo, jobs, scheduler, retries)
+        stream = _dask(todo, jobs, scheduler, retries, deadline)
     else:
         raise ValueError(f"unknown backend {backend!r} (choose 'local' or 'dask')")
     try:
@@ -646,6 +698,7 @@ def sweep(
             bar.close()
         # Whatever finished is in the table, even after Ctrl-C.
         collect(out, ids)
+    result.not_started = len(todo) - result.ran
     if report_failures:
         _report_failures(result)
     return result

@@ -48,6 +48,7 @@ __all__ = [
     "Analysis",
     "Outcome",
     "Reproduction",
+    "Stopped",
     "System",
     "ascending",
     "get",
@@ -151,6 +152,21 @@ class Reproduction:
     """A failure the paper reports too: ``(label, workload, error) -> reason``, or ``None`` for
     an error of ours. Such a run did not finish, as in the paper: its values are n/a and the
     table says why. Any other failed run stops the reproduction."""
+
+
+class Stopped(RuntimeError):
+    """A reproduction whose sweep reached its ``stop_after`` before every run could start: its
+    figures and comparison would rest on part of its runs, so none is written. The runs that
+    finished are stored; calling :func:`reproduce` again (same ``out``) runs the rest."""
+
+    def __init__(self, reproduction_id: str, not_started: int, runs: int) -> None:
+        super().__init__(
+            f"{reproduction_id}: {not_started} of {runs} runs not started before the time "
+            "limit; the finished ones are stored, and the same command again runs the rest"
+        )
+        self.reproduction_id = reproduction_id
+        self.not_started = not_started
+        self.runs = runs
 
 
 @dataclass
@@ -486,10 +502,13 @@ def reproduce(
     scheduler: str | None = None,
     progress: bool | None = None,
     memory: int | str | None = "auto",
+    stop_after: float | None = None,
 ) -> Outcome:
     """Run one reproduction and write its figures, comparison table and HTML page.
 
-    ``backend``, ``jobs``, ``scheduler``, ``progress`` and ``memory`` are :func:`xlat.sweep`'s.
+    ``backend``, ``jobs``, ``scheduler``, ``progress``, ``memory`` and ``stop_after`` are
+    :func:`xlat.sweep`'s. A sweep stopped by ``stop_after`` with runs left raises
+    :class:`Stopped` instead of analysing part of the runs.
 
     Output in ``out/<id>/``: ``sweep/`` (every run, resumable; a run another reproduction in
     ``out`` already finished with the same resolved config is copied from its sweep),
@@ -512,7 +531,10 @@ def reproduce(
         reuse=_other_sweeps(out),
         report_failures=False,
         memory=memory,
+        stop_after=stop_after,
     )
+    if result.not_started:
+        raise Stopped(rep.id, result.not_started, len(result.run_ids))
     df = result.load()
     # Bars are named by system label (the config file's stem), not by the run's point.
     df["label"] = df["system"].map(lambda s: Path(s).stem)
