@@ -394,7 +394,7 @@ def test_paper_scale_marks_rest_on_the_stored_runs(tmp_path) -> None:
     # utopia-fig11-16 and -fig1-2 are marked not shown at paper scale; each mark's cause is
     # checked on the runs results/paper keeps: the direction fails on them, the cause holds,
     # and with the cause taken away the mark is reported stale.
-    for reproduction in ("utopia-fig11-16", "utopia-fig1-2", "utopia-fig21"):
+    for reproduction in ("utopia-fig11-16", "utopia-fig1-2"):
         rep = experiments.get(reproduction)
         df = _stored_runs(reproduction, tmp_path)
         assert not rep.direction_check(df, rep.analyse(df).values), reproduction
@@ -428,14 +428,22 @@ def test_paper_scale_marks_rest_on_the_stored_runs(tmp_path) -> None:
         df[column] = df[column].where(~ech, df[column] // 2)
     assert "ECH makes 1.46x" in walks.not_shown_cause(df, "paper")
 
-    # utopia-fig21: the 2 KB TAR cache hits less of the 2 GB RestSeg's TAR than of the 512 MB
-    # one's, and with the whole TAR and SF cached the speed-up rises with the size (1.095x to
-    # 1.180x). Were the 2 GB whole-metadata runs 30% slower, it would fall: the cause is gone.
+
+def test_fig21_holds_at_paper_scale_flat_through_the_tar_caches_misses(tmp_path) -> None:
+    # On the runs results/paper keeps (under the DRAM that serves requests called late in the
+    # gaps before later rows): the speed-up does not fall by more than the slack as the 4 KB
+    # RestSeg grows (0.991x, 0.969x, 0.974x; 0.983x, 0.943x, 0.932x before that fix, when it
+    # was marked not shown), and what keeps it flat is measured: Table 1's 2 KB TAR cache hits
+    # less of the larger RestSeg's TAR, while with the whole TAR and SF cached the speed-up
+    # rises with the size, as the paper's does.
     fig21 = experiments.get("utopia-fig21")
-    df = _stored_runs("utopia-fig21", tmp_path / "fig21")
-    large = df["label"] == "Utopia-2GB-whole"
-    df.loc[large, "stats.summary.cycles"] = df.loc[large, "stats.summary.cycles"] * 13 // 10
-    assert "still falls" in fig21.not_shown_cause(df, "paper")
+    assert "paper" not in fig21.direction_not_shown
+    df = _stored_runs("utopia-fig21", tmp_path)
+    assert fig21.direction_check(df, fig21.analyse(df).values)
+    assert utopia_eval._tar_hits(df, "2GB") < utopia_eval._tar_hits(df, "512MB") < 0.2
+    whole = utopia_eval._fig21_speedups(df, "-whole")
+    small, large = (utopia_eval._gmean(whole[name]) for name in utopia_eval.FIG21_WHOLE)
+    assert 1.0 < small < large
 
 
 def test_fig18_20s_paper_scale_mark_rests_on_k_mers_fault_evictions(tmp_path) -> None:
