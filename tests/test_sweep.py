@@ -306,6 +306,23 @@ def test_a_sweep_past_its_time_limit_starts_nothing_and_resumes_later(
         sweep("baseline-radix", grid, GUPS, stop_after=-1, **common)
 
 
+def test_under_dask_a_run_ending_after_the_time_limit_submits_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("distributed")
+    # The sweep reads its clock when it sets the deadline and when it fills the cluster's one
+    # thread: both before the limit. The first run's end is read after it: nothing follows.
+    readings = iter([0.0, 0.0])
+    monkeypatch.setattr(sys.modules["xlat.sweep"], "_clock", lambda: next(readings, 10.0))
+    grid = {"mmu.l2tlb.unified.entries": [768, 1536, 3072]}
+    result = sweep(
+        "baseline-radix", grid, GUPS, out=tmp_path / "s", overrides=TINY, backend="dask",
+        jobs=1, progress=False, stop_after=5,
+    )  # fmt: skip
+    assert (result.ran, result.not_started, result.failed) == (1, 2, [])
+    assert len(run_records(tmp_path / "s")) == 1
+
+
 def test_dask_backend_retries_the_run_of_a_killed_worker(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     # One point is ~500 times longer than the others: the worker that runs it is killed while

@@ -343,6 +343,11 @@ class _WorkerProcess:
         return self.proc.wait()
 
 
+def _clock() -> float:
+    """Seconds on a monotonic clock: what a sweep's ``stop_after`` deadline is read on."""
+    return time.monotonic()
+
+
 class _MemoryGate:
     """Which of a sweep's waiting runs a free worker takes next, so that the runs in flight
     together stay within ``budget`` bytes of estimated host memory (``needs[i]`` of run ``i``,
@@ -361,7 +366,7 @@ class _MemoryGate:
         needs: Sequence[int | None],
         budget: int | None,
         deadline: float | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = _clock,
     ) -> None:
         self.needs = [n or 0 for n in needs]
         self.budget = budget
@@ -554,12 +559,12 @@ def _dask(
         else:
             threads = max(1, sum(client.nthreads().values()))
             waiting = iter(todo)
-            first = list(itertools.islice(waiting, threads)) if time.monotonic() < deadline else []
+            first = list(itertools.islice(waiting, threads)) if _clock() < deadline else []
         futures = {submit(rid, spec): rid for rid, spec in first}
         finished = as_completed(futures)
         for fut in finished:
             rid = futures.pop(fut)
-            if deadline is not None and time.monotonic() < deadline:
+            if deadline is not None and _clock() < deadline:
                 following = next(waiting, None)
                 if following is not None:
                     nxt = submit(*following)
@@ -646,7 +651,7 @@ def sweep(
     """
     if stop_after is not None and not (stop_after >= 0):
         raise ValueError(f"stop_after must be a number of seconds >= 0, got {stop_after}")
-    deadline = None if stop_after is None else time.monotonic() + stop_after
+    deadline = None if stop_after is None else _clock() + stop_after
     out = Path(out)
     by_id = identify(plan(base, grid, workloads, seeds, overrides))
     ids = list(by_id)
