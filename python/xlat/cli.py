@@ -52,7 +52,7 @@ EXIT_USAGE = 2
 #: Exit status when the engine panicked (a bug in xlat).
 EXIT_INTERNAL = 70
 #: Exit status of a sweep or reproduction that ``--stop-after`` left with runs not started.
-STOPPED_EXIT = 3
+EXIT_STOPPED = 3
 #: Default number of references for ``xlat bench``.
 BENCH_REFS = 5_000_000
 
@@ -556,7 +556,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             f"xlat: --stop-after passed with {result.not_started} runs not started; "
             "the same command again runs them\n"
         )
-        return STOPPED_EXIT
+        return EXIT_STOPPED
     return 0
 
 
@@ -663,7 +663,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             )
         except experiments.Stopped as stopped:
             sys.stderr.write(f"xlat reproduce: --stop-after: {stopped}\n")
-            return STOPPED_EXIT
+            return EXIT_STOPPED
         outcomes.append(outcome)
         _print(f"{rep.id}: {rep.paper} {rep.figure}: {rep.title}")
         _print(_format_comparison_table(outcome.comparison))

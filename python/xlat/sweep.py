@@ -555,7 +555,7 @@ def _dask(
 
     try:
         if deadline is None:
-            first, waiting = list(todo), iter(())
+            first, waiting = todo, iter(())
         else:
             threads = max(1, sum(client.nthreads().values()))
             waiting = iter(todo)
