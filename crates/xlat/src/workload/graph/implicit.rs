@@ -30,7 +30,8 @@ use crate::rng::Rng;
 use crate::workload::dist::{mix64, Scatter};
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
-use std::ops::Range;
+use std::ops::{Deref, Range};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Graph500 initiator probabilities, as in [`super::rmat`].
@@ -344,12 +345,30 @@ impl Poisson {
     }
 }
 
+/// A row in the recent rows: generated into a buffer of its own (reused for the next row
+/// generated), or shared with the hub cache. Sharing matters: triangle counting reads a prefix
+/// of a hub's row for each edge into the hub, and a copy would cost the whole row each time.
+enum Row {
+    Own(Vec<u32>),
+    Hub(Rc<[u32]>),
+}
+
+impl Deref for Row {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        match self {
+            Row::Own(row) => row,
+            Row::Hub(row) => row,
+        }
+    }
+}
+
 /// The rows this thread read last, most recent first, and the longest rows it read.
 struct RowCache {
-    rows: Vec<(u64, u64, Vec<u32>)>,
+    rows: Vec<(u64, u64, Row)>,
     /// Graph id and vertex -> row, for rows of at least [`HUB_DEGREE`] entries, at most
     /// [`HUB_CACHE_ENTRIES`] entries in all.
-    hubs: HashMap<(u64, u32), Vec<u32>>,
+    hubs: HashMap<(u64, u32), Rc<[u32]>>,
     /// The hub rows by length, shortest first: the next to make room.
     by_len: BTreeSet<(usize, (u64, u32))>,
     hub_entries: usize,
@@ -399,21 +418,23 @@ impl RowCache {
 
     /// Generate `v`'s row as the most recent, dropping the least recent if full.
     fn fill(&mut self, g: &Implicit, v: u32) {
-        let mut row = if self.rows.len() == CACHED_ROWS {
-            self.rows.pop().expect("full").2
+        let dropped = if self.rows.len() == CACHED_ROWS {
+            self.rows.pop().map(|(_, _, row)| row)
         } else {
-            Vec::new()
+            None
         };
-        match self.hubs.get(&(g.id, v)) {
-            Some(hub) => {
-                row.clear();
-                row.extend_from_slice(hub);
-            }
+        let row = match self.hubs.get(&(g.id, v)) {
+            Some(hub) => Row::Hub(Rc::clone(hub)),
             None => {
+                let mut row = match dropped {
+                    Some(Row::Own(buffer)) => buffer,
+                    _ => Vec::new(),
+                };
                 g.neighbours_into(v, &mut row);
                 self.keep_hub(g.id, v, &row);
+                Row::Own(row)
             }
-        }
+        };
         self.rows.insert(0, (g.id, g.row(v).start, row));
     }
 
@@ -434,7 +455,7 @@ impl RowCache {
         }
         self.hub_entries += row.len();
         self.by_len.insert((row.len(), (id, v)));
-        self.hubs.insert((id, v), row.to_vec());
+        self.hubs.insert((id, v), Rc::from(row));
     }
 }
 
@@ -542,7 +563,15 @@ mod tests {
         CACHE.with(|c| {
             let c = c.borrow();
             assert!(hubs.iter().all(|&v| c.hubs.contains_key(&(g.id, v))));
-            assert_eq!(c.hub_entries, c.hubs.values().map(Vec::len).sum::<usize>());
+            // The recent rows share the hub cache's rows rather than copy them.
+            let (_, start, last) = &c.rows[0];
+            let v = *hubs.last().unwrap();
+            assert_eq!(*start, g.row(v).start);
+            assert!(matches!(last, Row::Hub(r) if Rc::ptr_eq(r, &c.hubs[&(g.id, v)])));
+            assert_eq!(
+                c.hub_entries,
+                c.hubs.values().map(|r| r.len()).sum::<usize>()
+            );
         });
     }
 
