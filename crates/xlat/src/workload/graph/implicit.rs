@@ -385,9 +385,10 @@ thread_local! {
 
 impl RowCache {
     fn get(&mut self, g: &Implicit, i: u64) -> u32 {
-        let hit = self.rows.iter().position(|(id, start, row)| {
-            *id == g.id && (*start..*start + row.len() as u64).contains(&i)
-        });
+        let hit = self
+            .rows
+            .iter()
+            .position(|(id, start, row)| *id == g.id && i.wrapping_sub(*start) < row.len() as u64);
         match hit {
             Some(k) => self.promote(k),
             None => self.fill(g, g.owner(i)),
@@ -409,11 +410,11 @@ impl RowCache {
         }
     }
 
+    /// Make row `k` the most recent. A rotation moves only the rows more recent than it
+    /// (triangle counting alternates between two rows: a swap), where a removal and an
+    /// insertion would move every row twice.
     fn promote(&mut self, k: usize) {
-        if k != 0 {
-            let entry = self.rows.remove(k);
-            self.rows.insert(0, entry);
-        }
+        self.rows[..=k].rotate_right(1);
     }
 
     /// Generate `v`'s row as the most recent, dropping the least recent if full.
