@@ -19,7 +19,7 @@
 //! * `packed`: every region upward from 16 TiB with 2 MiB gaps, no binary, heap or stack
 //!   (xlat's placement before layouts were modelled, kept to compare against).
 
-use super::process::{MapKind, Vma};
+use super::vma::{MapKind, Region, Vma};
 use crate::addr::PageSize;
 use crate::rng::{self, Rng};
 use serde::{Deserialize, Serialize};
@@ -32,29 +32,6 @@ pub enum LayoutKind {
     #[default]
     Linux,
     Packed,
-}
-
-/// What a VMA holds. The OS pages every kind alike; the role is for reports and tests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Region {
-    /// An anonymous `mmap` (large `malloc`s, arrays, glibc arenas), or a trace's whole space.
-    Mmap,
-    /// The program's binary: text and read-only data, then data and bss.
-    Binary,
-    /// A shared library (the dynamic loader, libc, libstdc++...).
-    Library,
-    /// The brk heap: glibc's main arena, where small `malloc`s go.
-    Heap,
-    /// A thread's stack: the main thread's at the top, the others `mmap`ed by glibc.
-    Stack,
-}
-
-impl Region {
-    /// Memory the program allocated for its data (heap and mappings), not its binary,
-    /// libraries or stacks.
-    pub fn is_data(self) -> bool {
-        matches!(self, Region::Mmap | Region::Heap)
-    }
 }
 
 /// x86-64's 47-bit user space ends one page below 128 TiB (`TASK_SIZE_MAX`,

@@ -6,15 +6,17 @@ mod frames;
 pub mod layout;
 mod process;
 mod swap;
+mod vma;
 pub mod vmm;
 
 pub use crate::mem::physmem::FrameOrder;
 pub use frames::{BuddyFrames, Eviction, FramePolicy, PageOut};
-pub use layout::{LayoutKind, Region};
-pub use process::{per_mille, MapKind, Process, Vma};
+pub use layout::LayoutKind;
+pub use process::Process;
 use process::{Paging, Thp};
 use swap::{LruQueue, Victim};
 pub use swap::{SwapConfig, SwapPolicy, SwapStats};
+pub use vma::{per_mille, MapKind, Region, Vma};
 
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
@@ -781,7 +783,7 @@ impl<T: PageTable> Os<T> {
             thp: match self.cfg.thp {
                 ThpPolicy::Never => Thp::Never,
                 ThpPolicy::Always => Thp::Always {
-                    no_thp_per_mille: process::per_mille(self.cfg.thp_ineligible),
+                    no_thp_per_mille: per_mille(self.cfg.thp_ineligible),
                 },
             },
             eager: self.cfg.eager_paging,

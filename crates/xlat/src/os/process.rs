@@ -1,6 +1,7 @@
 //! A simulated process: its VMAs, its page table, and the ground truth of what it has mapped.
 
-use super::layout::{self, LayoutKind, LinuxLayout, Region};
+use super::layout::{self, LayoutKind, LinuxLayout};
+use super::vma::{MapKind, Region, Vma};
 use super::{FaultStats, FramePolicy};
 use crate::addr::{page_rounded, PageSize, Pfn, VirtAddr, Vpn};
 use crate::error::{Error, Result};
@@ -9,49 +10,6 @@ use crate::pt::direct::DirectSegment;
 use crate::pt::{PageTable, PtContext};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
-
-/// How a region is backed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MapKind {
-    /// Anonymous memory: 4 KiB pages, or 2 MiB with THP.
-    Anon,
-    /// Explicit 1 GiB pages (hugetlbfs `MAP_HUGE_1GB`), falling back to smaller pages when no
-    /// free 1 GiB block exists.
-    Huge1G,
-    /// Anonymous memory in which `no_thp_per_mille` of every thousand 2 MiB ranges cannot get
-    /// a huge page: data built from many allocations (GraphBIG's vertex and edge objects), some
-    /// of which land in heap ranges THP does not back (grown in small increments, unaligned,
-    /// or `MADV_NOHUGEPAGE`). Which ranges is a fixed hash of the range's number.
-    AnonMixed { no_thp_per_mille: u16 },
-}
-
-/// A fraction of ranges (a config's `thp_ineligible`) in the thousandths the ranges' hash
-/// picks by.
-pub fn per_mille(fraction: f64) -> u16 {
-    (fraction * 1000.0).round() as u16
-}
-
-impl Vma {
-    /// Whether THP may back the 2 MiB range holding `vpn` with a huge page, when the OS
-    /// leaves `os_no_thp_per_mille` of every thousand ranges of any region to 4 KiB pages
-    /// (`os.thp_ineligible`). A region's own share (`AnonMixed`) applies where larger; the
-    /// same fixed hash of the range's number picks the ranges for both.
-    pub fn thp_eligible(&self, vpn: Vpn, os_no_thp_per_mille: u16) -> bool {
-        let own = match self.kind {
-            MapKind::AnonMixed { no_thp_per_mille } => no_thp_per_mille,
-            _ => 0,
-        };
-        let no_thp_per_mille = own.max(os_no_thp_per_mille);
-        if no_thp_per_mille == 0 {
-            return true;
-        }
-        let mut x = (vpn.0 >> 9).wrapping_add(0x9E37_79B9_7F4A_7C15);
-        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        x ^= x >> 31;
-        x % 1000 >= no_thp_per_mille as u64
-    }
-}
 
 /// Transparent huge pages as the OS applies them on a fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,19 +39,6 @@ pub(super) struct Paging {
     pub thp: Thp,
     /// Eager paging: the first fault in a VMA maps all of it.
     pub eager: bool,
-}
-
-/// A virtual memory area `[start, end)` in 4 KiB page numbers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Vma {
-    pub start: Vpn,
-    pub end: Vpn,
-    pub kind: MapKind,
-    /// The whole user address space of a trace-driven process (`map_everything`), not an
-    /// allocation: eager paging leaves it demand-paged, as populating it would take all memory.
-    pub catch_all: bool,
-    /// What the region holds (binary, heap, stack, a mapping...).
-    pub role: Region,
 }
 
 /// Where `os.layout = "packed"` starts placing regions (16 TiB), far from null and below the
