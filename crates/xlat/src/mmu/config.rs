@@ -145,17 +145,3 @@ impl Validate for MmuConfig {
         Ok(())
     }
 }
-
-impl MmuConfig {
-    /// The TLBs of each core.
-    pub fn host_uses(&self, uses: &mut HostUses) {
-        let slot = super::tlb::Tlb::SLOT_BYTES;
-        let per_core = (uses.cores(), "one per core");
-        self.itlb.host_use("mmu.itlb", slot, per_core, uses);
-        for (level, tlbs) in [("l1tlb", &self.l1tlb), ("l2tlb", &self.l2tlb)] {
-            for (name, t) in tlbs {
-                t.host_use(&format!("mmu.{level}.{name}"), slot, per_core, uses);
-            }
-        }
-    }
-}

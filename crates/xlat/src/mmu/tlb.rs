@@ -17,9 +17,10 @@
 //! it holds. A hit returns the frame straight from the entry: no page-table store or map is
 //! touched.
 
-use super::config::TlbConfig;
+use super::config::{MmuConfig, TlbConfig};
 use crate::addr::{PageSize, Pfn, VirtAddr, Vpn};
 use crate::assoc::{Replacement, SetAssoc};
+use crate::config::HostUses;
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -263,6 +264,20 @@ pub struct Tlb {
     /// pages does not search the sets of the 2 MiB and 1 GiB arrays (or sizes of a unified
     /// array) on every miss.
     held: [u32; 3],
+}
+
+impl MmuConfig {
+    /// The host memory of each core's TLBs (the TLBs know their entries' size).
+    pub fn host_uses(&self, uses: &mut HostUses) {
+        let slot = Tlb::SLOT_BYTES;
+        let per_core = (uses.cores(), "one per core");
+        self.itlb.host_use("mmu.itlb", slot, per_core, uses);
+        for (level, tlbs) in [("l1tlb", &self.l1tlb), ("l2tlb", &self.l2tlb)] {
+            for (name, t) in tlbs {
+                t.host_use(&format!("mmu.{level}.{name}"), slot, per_core, uses);
+            }
+        }
+    }
 }
 
 impl Tlb {
