@@ -9,7 +9,7 @@ pub mod radix;
 pub mod store;
 
 use crate::addr::{PageSize, Pfn, Vpn};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::mem::physmem::BuddyAllocator;
 
 /// What a page-table organisation needs from the OS to change itself.
@@ -21,11 +21,7 @@ pub struct PtContext<'a> {
 impl PtContext<'_> {
     /// A zeroed 4 KiB frame for page-table use.
     pub fn alloc_table_frame(&mut self) -> Result<Pfn> {
-        let pfn = self.buddy.alloc(0).ok_or_else(|| {
-            crate::Error::OutOfMemory(
-                "no free frame for a page-table page (raise os.physmem.bytes)".into(),
-            )
-        })?;
+        let pfn = self.buddy.alloc(0).ok_or_else(no_table_frame)?;
         self.store.zero_frame(pfn);
         Ok(pfn)
     }
@@ -33,12 +29,13 @@ impl PtContext<'_> {
     /// A 4 KiB frame the table occupies without keeping contents in it (ChampSim's placement
     /// of radix entries: walks reference it, the entries' values are kept elsewhere).
     pub fn alloc_placement_frame(&mut self) -> Result<Pfn> {
-        self.buddy.alloc(0).ok_or_else(|| {
-            crate::Error::OutOfMemory(
-                "no free frame for a page-table page (raise os.physmem.bytes)".into(),
-            )
-        })
+        self.buddy.alloc(0).ok_or_else(no_table_frame)
     }
+}
+
+/// The error of a page-table page that finds physical memory full.
+fn no_table_frame() -> Error {
+    Error::OutOfMemory("no free frame for a page-table page (raise os.physmem.bytes)".into())
 }
 
 /// A per-process page table, the OS side of an organisation. The OS calls `map`/`unmap`; the
