@@ -210,17 +210,29 @@ impl ElasticTable {
 
     /// The W lines a hardware walk probes in parallel for `vpn` in the current resize state;
     /// returns how many were written to `out` (at most `out.len()`).
+    ///
+    /// A cluster's line is in one way at most (an insert first looks for it in every way), so
+    /// once a way holds it the others' lines cannot: they are not read from the store. On
+    /// tables far larger than the host's caches each read is a host cache miss, most of a
+    /// walk's host time (a hit reads (W + 1) / 2 lines on average, not W).
     pub fn probe(&self, store: &PtStore, l2p: &L2pTable, vpn: Vpn, out: &mut [ProbeLine]) -> usize {
         let cluster = cluster_of(vpn, self.size);
         let word = word_of(vpn, self.size);
         let n = self.ways.len().min(out.len());
+        let mut found = false;
         for (w, o) in out.iter_mut().enumerate().take(n) {
             let (addr, old) = self.addr_of(l2p, w, cluster);
-            let line = Line::read(store, addr);
-            let pfn = if line.holds(cluster) {
-                line.pte(word)
-            } else {
+            debug_assert!(!found || !Line::read(store, addr).holds(cluster));
+            let pfn = if found {
                 None
+            } else {
+                let line = Line::read(store, addr);
+                found = line.holds(cluster);
+                if found {
+                    line.pte(word)
+                } else {
+                    None
+                }
             };
             *o = ProbeLine {
                 way: w,
