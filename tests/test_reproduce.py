@@ -13,6 +13,7 @@ import pytest
 
 import xlat
 from xlat import cli, experiments
+from xlat.sweep import SweepStatus
 
 pytestmark = pytest.mark.engine
 
@@ -114,6 +115,19 @@ def test_status_counts_finished_shared_and_missing_runs(tiny_reproduction, tmp_p
     line = cli._format_status("utopia-fig5", "tiny", shared)
     assert f"{done.runs} to copy from another reproduction" in line
     assert f"{shared.todo} to simulate (about " in line
+
+
+def test_status_gives_the_time_left_one_at_a_time_and_with_jobs() -> None:
+    # 21 runs left at the finished runs' 3600 s mean: 21 h one at a time, 11 rounds of two
+    # with -j 2, and with more jobs than runs left one round.
+    st = SweepStatus(runs=30, finished=9, reusable=0, elapsed_s=[3000.0, 4200.0])
+    one = cli._format_status("utopia-fig17", "paper", st)
+    assert "21 to simulate (about 21.0 h at the finished runs' 3600 s each)" in one
+    two = cli._format_status("utopia-fig17", "paper", st, jobs=2)
+    assert "(about 21.0 h at the finished runs' 3600 s each; 11.0 h with -j 2)" in two
+    many = cli._format_status("utopia-fig17", "paper", st, jobs=64)
+    assert "; 1.0 h with -j 21)" in many
+    assert cli._format_status("utopia-fig17", "paper", st, jobs=1) == one
 
 
 def test_a_mark_needs_a_measured_cause_and_says_when_it_is_gone(tmp_path: Path) -> None:

@@ -642,7 +642,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         return 0
     if args.status:
         for rep in chosen:
-            _print(_format_status(rep.id, scale, experiments.run_status(rep.id, scale, args.out)))
+            _print(
+                _format_status(
+                    rep.id, scale, experiments.run_status(rep.id, scale, args.out), args.jobs
+                )
+            )
         return 0
     outcomes = []
     # One time limit for all the reproductions asked for, not one each.
@@ -684,16 +688,23 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
-def _format_status(reproduction_id: str, scale: str, st) -> str:
+def _format_status(reproduction_id: str, scale: str, st, jobs: int | None = None) -> str:
     """One line of ``xlat reproduce --status``: the counts, and the time the runs still to
-    simulate would take at the finished ones' mean (one run at a time)."""
+    simulate would take at the finished ones' mean: one run at a time, and with ``jobs``
+    (``-j``) of them at a time when that is more than one."""
     line = (
         f"{reproduction_id}: {st.runs} runs at {scale} scale: {st.finished} finished, "
         f"{st.reusable} to copy from another reproduction, {st.todo} to simulate"
     )
     if st.todo and st.elapsed_s:
         mean = sum(st.elapsed_s) / len(st.elapsed_s)
-        line += f" (about {st.todo * mean / 3600:.1f} h at the finished runs' {mean:.0f} s each)"
+        line += f" (about {st.todo * mean / 3600:.1f} h at the finished runs' {mean:.0f} s each"
+        at_once = min(jobs or 1, st.todo)
+        if at_once > 1:
+            # Runs in rounds of `at_once`: the last round may be partly empty.
+            rounds = -(-st.todo // at_once)
+            line += f"; {rounds * mean / 3600:.1f} h with -j {at_once}"
+        line += ")"
     if st.peak_host_bytes:
         line += f"; finished runs peaked at up to {max(st.peak_host_bytes) / 2**30:.1f} GiB"
     return line
