@@ -702,7 +702,7 @@ def _format_status(reproduction_id: str, scale: str, st, jobs: int | None = None
         at_once = min(jobs or 1, st.todo)
         if at_once > 1:
             # Runs in rounds of `at_once`: the last round may be partly empty.
-            rounds = -(-st.todo // at_once)
+            rounds = math.ceil(st.todo / at_once)
             line += f"; {rounds * mean / 3600:.1f} h with -j {at_once}"
         line += ")"
     if st.peak_host_bytes:
